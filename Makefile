@@ -1,0 +1,42 @@
+# Quick start: `make demo` runs the main job, `make test` runs the tests. Each sets itself up
+# (idempotently): .venv with torch==2.13.0 installed FIRST (pip takes the CPU build from this
+# machine's disk; an unpinned torch pulls a multi-GB CUDA build), then the project with its
+# pinned dependencies; DVC lives in its own venv (.tools/dvc) because it pins an antlr runtime
+# that breaks Dagster's asset-selection parser.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.graphdojo-installed
+DVC_VENV := .tools/dvc
+DVC_STAMP := $(DVC_VENV)/.installed
+export DAGSTER_DISABLE_TELEMETRY := 1
+
+.PHONY: setup demo test dvc-setup bench clean
+
+setup: $(STAMP) $(DVC_STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+dvc-setup: $(DVC_STAMP)
+$(DVC_STAMP):
+	test -x $(DVC_VENV)/bin/python || $(PYTHON) -m venv $(DVC_VENV)
+	$(DVC_VENV)/bin/python -m pip install -q dvc==3.67.1
+	touch $@
+
+demo: setup
+	$(BIN)/graphdojo demo
+
+test: setup
+	PATH="$(CURDIR)/$(DVC_VENV)/bin:$$PATH" $(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python benchmarks/graph_tools.py
+
+clean:
+	rm -rf data .dagster_home

@@ -1,0 +1,2 @@
+"""graphdojo domain library. Never imports Dagster; layers import only downward:
+graph <- cypher <- tools <- (llm, quizzer, certify) <- rubric <- later layers."""
