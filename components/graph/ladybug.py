@@ -44,6 +44,7 @@ def db_file(path: str | Path) -> Path:
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _POSITION = re.compile(r"\(line: (\d+), offset: (\d+)\)")
 DEFAULT_TIMEOUT_MS = 30_000
+_TYPE_NAMES = {"BOOL": "BOOLEAN"}  # catalog spelling -> the schema's (Neo4j-neutral) names
 DEFAULT_BUFFER_POOL_MB = 256
 
 
@@ -121,9 +122,6 @@ class LadybugBackend:
             )
             self._conn = ladybug.Connection(self._db, num_threads=max_threads)
             self._conn.set_query_timeout(int(timeout_ms))
-            # Neo4j never binds one relationship twice along a variable-length path (trail
-            # semantics); Ladybug's default is walk semantics.
-            self._conn.execute("CALL recursive_pattern_semantic='TRAIL'")
         except GraphError:
             raise
         except Exception as exc:  # engine errors: lock held by a writer, corrupt files, ...
@@ -200,12 +198,12 @@ class LadybugBackend:
             q = quote_identifier(name)
             info = self._rows(f"CALL table_info('{name}') RETURN *")
             if kind == "NODE":
-                props = {row[1]: row[2] for row in info}
+                props = {row[1]: _TYPE_NAMES.get(row[2], row[2]) for row in info}
                 pk = next((row[1] for row in info if row[4] is True), "id")
                 (count,) = self._rows(f"MATCH (n:{q}) RETURN count(n)")[0]
                 labels.append(NodeLabel(name, props, pk, int(count)))
             elif kind == "REL":
-                props = {row[1]: row[2] for row in info}
+                props = {row[1]: _TYPE_NAMES.get(row[2], row[2]) for row in info}
                 triples = []
                 for src, dst, *_ in self._rows(f"CALL show_connection('{name}') RETURN *"):
                     (c,) = self._rows(

@@ -1,0 +1,1 @@
+"""The one Definitions, resources binding, sensors, schedules, domain configs and the CLI."""

@@ -1,0 +1,215 @@
+"""The ``graphdojo`` command line: single steps outside Dagster, JSON out.
+
+Every command prints JSON on stdout (one object per line for batches) and exits 0 on success.
+On failure it prints one line ``{"ok": false, "error": {"code": ..., "message": ...}}`` on
+stderr and exits 1 (2 for usage errors, as argparse does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from components.graph.errors import GraphError
+
+__all__ = ["main"]
+
+
+def _emit(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+class CliError(Exception):
+    code = "usage_error"
+
+
+# -- graph ---------------------------------------------------------------------------------
+def _cmd_graph_import(args: argparse.Namespace) -> int:
+    from components.graph.ladybug import LadybugBackend
+    from components.graph.load import load_graph
+    from components.graph.sources import read_source
+
+    options: dict[str, Any] = {}
+    if args.seed is not None:
+        options["seed"] = args.seed
+    if args.scale is not None:
+        options["scale"] = args.scale
+    data = read_source(args.format, args.src, **options)
+    stats = load_graph(data, args.db, overwrite=args.overwrite)
+    with LadybugBackend(args.db) as backend:
+        fp = backend.fingerprint()
+    _emit({"ok": True, "nodes": stats.nodes, "relationships": stats.relationships, "fingerprint": fp, "db": str(Path(args.db))})
+    return 0
+
+
+def _open(db: str) -> Any:
+    from components.graph import open_backend
+
+    return open_backend(db)
+
+
+def _cmd_graph_schema(args: argparse.Namespace) -> int:
+    backend = _open(args.db)
+    try:
+        schema = backend.schema()
+        if args.text:
+            sys.stdout.write(schema.to_text() + "\n")
+        else:
+            _emit(schema.to_json())
+    finally:
+        backend.close()
+    return 0
+
+
+def _read_batch(path: str) -> list[tuple[int, dict[str, Any] | None, str | None]]:
+    """Parse a JSONL batch: ``(line number, item or None, error or None)`` per non-blank line."""
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+                    raise ValueError("expected an object with a string 'query'")
+                if not isinstance(item.get("params", {}), dict):
+                    raise ValueError("'params' must be an object")
+                out.append((lineno, item, None))
+            except ValueError as exc:
+                out.append((lineno, None, f"line {lineno}: {exc}"))
+    return out
+
+
+def _cmd_graph_query(args: argparse.Namespace) -> int:
+    from components.cypher.query_path import ReadOnlyQueryPath
+
+    backend = _open(args.db)
+    try:
+        path = ReadOnlyQueryPath(backend, schema=backend.schema())
+        if args.query is not None:
+            params = json.loads(args.params) if args.params else {}
+            if not isinstance(params, dict):
+                raise CliError("--params must be a JSON object")
+            res = path.run(args.query, params, limit=args.limit)
+            _emit({"ok": True, "columns": list(res.columns), "rows": [list(r) for r in res.rows], "truncated": res.truncated})
+            return 0
+        failed = 0
+        for lineno, item, err in _read_batch(args.file):
+            if item is None:
+                failed += 1
+                _emit({"id": None, "line": lineno, "ok": False, "error": {"code": "bad_input", "message": err}})
+                continue
+            try:
+                res = path.run(item["query"], item.get("params") or {}, limit=args.limit)
+                _emit({"id": item.get("id"), "ok": True, "columns": list(res.columns), "rows": [list(r) for r in res.rows], "truncated": res.truncated})
+            except GraphError as exc:
+                failed += 1
+                _emit({"id": item.get("id"), "ok": False, "error": exc.to_dict()})
+        return 1 if failed else 0
+    finally:
+        backend.close()
+
+
+# -- pipeline ------------------------------------------------------------------------------
+def _dagster_home() -> Path:
+    from assets.resources import PROJECT_ROOT
+
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home")))
+    home.mkdir(parents=True, exist_ok=True)
+    cfg = home / "dagster.yaml"
+    if not cfg.exists():
+        cfg.write_text("telemetry:\n  enabled: false\n")
+    os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+    return home
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    _dagster_home()
+    import dagster as dg
+
+    from orchestration.definitions import defs
+    from orchestration.domains import default_domain, load_domains
+    from orchestration.sensors import pipeline_job_name
+
+    domain = args.domain or default_domain(load_domains())
+    job = defs.resolve_job_def(pipeline_job_name(domain))
+    with dg.DagsterInstance.get() as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False)
+    materialized = sorted(
+        "/".join(e.asset_key.path) for e in result.get_asset_materialization_events() if e.asset_key
+    )
+    _emit({"ok": result.success, "domain": domain, "run_id": result.run_id, "materialized": materialized})
+    return 0 if result.success else 1
+
+
+def _cmd_domains(args: argparse.Namespace) -> int:
+    from orchestration.domains import load_domains
+
+    for cfg in load_domains().values():
+        _emit({"name": cfg.name, "default": cfg.default, "source": cfg.source.to_json(), "description": cfg.description})
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="graphdojo", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("graph", help="import, inspect and query graphs").add_subparsers(dest="graph_command", required=True)
+    imp = g.add_parser("import", help="import a graph into a new Ladybug database folder")
+    imp.add_argument("--format", required=True, choices=["generator", "grbench-json", "csv", "cypher-script"])
+    imp.add_argument("src", help="generator domain name, or path to the source file/folder")
+    imp.add_argument("--db", required=True, help="database folder to create")
+    imp.add_argument("--seed", type=int, default=None, help="generator seed")
+    imp.add_argument("--scale", type=int, default=None, help="generator size (see README)")
+    imp.add_argument("--overwrite", action="store_true", help="replace an existing database")
+    imp.set_defaults(func=_cmd_graph_import)
+
+    sch = g.add_parser("schema", help="print the schema (JSON, or --text for the prompt form)")
+    sch.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
+    sch.add_argument("--text", action="store_true")
+    sch.set_defaults(func=_cmd_graph_schema)
+
+    q = g.add_parser("query", help="run read-only Cypher (Neo4j dialect)")
+    q.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
+    src = q.add_mutually_exclusive_group(required=True)
+    src.add_argument("--query", help="one query")
+    src.add_argument("--file", help='JSON lines {"id", "query", "params"}')
+    q.add_argument("--params", help="JSON object of parameters (with --query)")
+    q.add_argument("--limit", type=int, default=None, help="max rows per query (sets 'truncated')")
+    q.set_defaults(func=_cmd_graph_query)
+
+    demo = sub.add_parser("demo", help="materialize every asset of a domain (default: the demo domain)")
+    demo.add_argument("--domain", default=None)
+    demo.set_defaults(func=_cmd_demo)
+
+    doms = sub.add_parser("domains", help="list configured domains")
+    doms.set_defaults(func=_cmd_domains)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except GraphError as exc:
+        err = exc.to_dict()
+    except CliError as exc:
+        err = {"code": exc.code, "message": str(exc)}
+    except json.JSONDecodeError as exc:
+        err = {"code": "bad_input", "message": f"invalid JSON: {exc}"}
+    except (OSError, ValueError) as exc:
+        err = {"code": type(exc).__name__, "message": " ".join(str(exc).split())}
+    sys.stderr.write(json.dumps({"ok": False, "error": err}) + "\n")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The one Dagster ``Definitions``: every domain's assets, jobs, sensors and resources."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from assets.graph import graph_snapshot_asset
+from assets.resources import PROJECT_ROOT, ArtifactStore
+from orchestration.domains import DomainConfig, default_domain, load_domains
+from orchestration.sensors import build_source_sensor, pipeline_job_name
+
+__all__ = ["build_definitions", "defs"]
+
+
+def domain_assets(cfg: DomainConfig) -> list:
+    """Every asset (and check) of one domain, in layer order."""
+    return [*graph_snapshot_asset(cfg.name, cfg.source, cfg.description)]
+
+
+def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root: str | None = None) -> dg.Definitions:
+    domains = load_domains() if domains is None else domains
+    assets = [a for cfg in domains.values() for a in domain_assets(cfg)]
+    jobs = [
+        dg.define_asset_job(
+            pipeline_job_name(name),
+            selection=dg.AssetSelection.key_prefixes([name]),
+            description=f"Materialize every asset of the {name} domain.",
+            tags={"domain": name},
+        )
+        for name in domains
+    ]
+    root = data_root or os.environ.get("GRAPHDOJO_DATA") or str(PROJECT_ROOT / "data")
+    return dg.Definitions(
+        # AssetChecksDefinition subclasses AssetsDefinition: test for checks first.
+        assets=[a for a in assets if not isinstance(a, dg.AssetChecksDefinition)],
+        asset_checks=[a for a in assets if isinstance(a, dg.AssetChecksDefinition)],
+        jobs=jobs,
+        sensors=[build_source_sensor(domains, jobs)],
+        resources={"store": ArtifactStore(data_root=root)},
+        executor=dg.in_process_executor,
+        metadata={"default_domain": default_domain(domains)},
+    )
+
+
+defs = build_definitions()

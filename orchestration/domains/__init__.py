@@ -1,0 +1,93 @@
+"""Domain configs: one YAML file per graph in this folder.
+
+Schema of a file::
+
+    name: academic            # asset keys are prefixed with it: academic/graph_snapshot
+    description: ...
+    default: true             # the domain `graphdojo demo` materializes (exactly one)
+    source:
+      format: generator | grbench-json | csv | cypher-script | neo4j
+      src: <generator name | path (relative to the YAML file) | bolt/neo4j URI>
+      options: {...}          # importer options (seed, scale, ...) or Neo4j user/database
+
+Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from components.graph.snapshot import SourceSpec
+
+__all__ = ["DomainConfig", "DOMAINS_DIR", "default_domain", "load_domains"]
+
+DOMAINS_DIR = Path(__file__).resolve().parent
+_URI_FORMATS = {"generator", "neo4j"}
+
+
+class DomainConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class DomainConfig:
+    name: str
+    source: SourceSpec
+    description: str = ""
+    default: bool = False
+    path: str = ""
+
+
+def _load(path: Path) -> DomainConfig:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise DomainConfigError(f"{path}: invalid YAML: {exc}") from exc
+    if not isinstance(raw, dict) or "name" not in raw or "source" not in raw:
+        raise DomainConfigError(f"{path}: a domain needs 'name' and 'source'")
+    src = raw["source"]
+    if not isinstance(src, dict) or "format" not in src or "src" not in src:
+        raise DomainConfigError(f"{path}: source needs 'format' and 'src'")
+    location = str(src["src"])
+    if src["format"] not in _URI_FORMATS and not Path(location).is_absolute():
+        location = str((path.parent / location).resolve())
+    name = str(raw["name"])
+    if not name.replace("_", "").isalnum():
+        raise DomainConfigError(f"{path}: domain name {name!r} must be alphanumeric/underscore")
+    return DomainConfig(
+        name=name,
+        source=SourceSpec(str(src["format"]), location, dict(src.get("options") or {})),
+        description=str(raw.get("description", "")),
+        default=bool(raw.get("default", False)),
+        path=str(path),
+    )
+
+
+def load_domains(extra_dirs: str | None = None) -> dict[str, DomainConfig]:
+    dirs = [DOMAINS_DIR]
+    extra = extra_dirs if extra_dirs is not None else os.environ.get("GRAPHDOJO_DOMAINS_DIR", "")
+    dirs += [Path(d) for d in extra.split(":") if d]
+    domains: dict[str, DomainConfig] = {}
+    for d in dirs:
+        for path in sorted(d.glob("*.yaml")):
+            cfg = _load(path)
+            if cfg.name in domains:
+                raise DomainConfigError(f"{path}: domain {cfg.name!r} already defined in {domains[cfg.name].path}")
+            domains[cfg.name] = cfg
+    return domains
+
+
+def default_domain(domains: dict[str, DomainConfig]) -> str:
+    env = os.environ.get("GRAPHDOJO_DOMAIN")
+    if env:
+        if env not in domains:
+            raise DomainConfigError(f"GRAPHDOJO_DOMAIN={env!r} is not one of {sorted(domains)}")
+        return env
+    defaults = [d.name for d in domains.values() if d.default]
+    if len(defaults) != 1:
+        raise DomainConfigError(f"exactly one domain must be marked default, found {defaults}")
+    return defaults[0]

@@ -1,0 +1,105 @@
+"""Shared fixtures: a small, fully known property graph loaded into a real Ladybug database
+(and into Neo4j when ``NEO4J_URI`` is set)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+
+from components.graph.ladybug import LadybugBackend  # noqa: E402
+from components.graph.load import load_graph  # noqa: E402
+from components.graph.model import GraphData  # noqa: E402
+
+
+def contract_graph() -> GraphData:
+    """People, cities and companies with directed relations and typed properties.
+
+    ann -KNOWS-> bob -KNOWS-> cat -KNOWS-> ann (a directed triangle); dan knows nobody.
+    ann, bob live in Paris; cat, dan in Oslo. ann and cat work at Acme (since 2015 / 2020).
+    """
+    g = GraphData()
+    people = [
+        ("ann", {"name": "Ann", "age": 34, "score": 1.5, "born": dt.date(1990, 5, 1), "tags": ["a", "b"]}),
+        ("bob", {"name": "Bob", "age": 41, "score": 2.25, "born": dt.date(1983, 1, 9), "tags": ["b"]}),
+        ("cat", {"name": "Cat", "age": 29, "score": 3.0, "born": dt.date(1995, 12, 31), "tags": []}),
+        ("dan", {"name": "Dan", "age": 52, "score": None, "born": None, "tags": ["c"]}),
+    ]
+    for pid, props in people:
+        g.add_node("Person", pid, props)
+    for cid, name, pop in [("paris", "Paris", 2100000), ("oslo", "Oslo", 700000)]:
+        g.add_node("City", cid, {"name": name, "population": pop})
+    g.add_node("Company", "acme", {"name": "Acme", "public": True})
+    for a, b, since in [("ann", "bob", 2010), ("bob", "cat", 2012), ("cat", "ann", 2018)]:
+        g.add_rel("KNOWS", ("Person", a), ("Person", b), {"since": since})
+    for p, c in [("ann", "paris"), ("bob", "paris"), ("cat", "oslo"), ("dan", "oslo")]:
+        g.add_rel("LIVES_IN", ("Person", p), ("City", c))
+    g.add_rel("WORKS_AT", ("Person", "ann"), ("Company", "acme"), {"since": 2015})
+    g.add_rel("WORKS_AT", ("Person", "cat"), ("Company", "acme"), {"since": 2020})
+    g.add_rel("LOCATED_IN", ("Company", "acme"), ("City", "oslo"))
+    return g
+
+
+@pytest.fixture(scope="session")
+def contract_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("contract") / "db"
+    load_graph(contract_graph(), path)
+    return path
+
+
+@pytest.fixture()
+def ladybug_backend(contract_db: Path):
+    with LadybugBackend(contract_db) as backend:
+        yield backend
+
+
+def _load_into_neo4j(driver, data: GraphData) -> None:  # noqa: ANN001
+    """Test-only writer: replace the Neo4j database content with ``data`` (parameters only)."""
+    from components.graph.ladybug import quote_identifier
+
+    with driver.session() as s:
+        s.run("MATCH (n) DETACH DELETE n").consume()
+        for label, ns in data.nodes.items():
+            s.run(
+                f"UNWIND $rows AS row CREATE (n:{quote_identifier(label)}) SET n = row",
+                rows=[{k: v for k, v in r.items() if v is not None} for r in ns.rows],
+            ).consume()
+        for rtype, rs in data.rels.items():
+            for rel in rs.rows:
+                s.run(
+                    f"MATCH (a:{quote_identifier(rel.src_label)} {{id: $a}}), "
+                    f"(b:{quote_identifier(rel.dst_label)} {{id: $b}}) "
+                    f"CREATE (a)-[r:{quote_identifier(rtype)}]->(b) SET r = $p",
+                    a=rel.src_id, b=rel.dst_id, p=dict(rel.properties),
+                ).consume()
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri() -> str:
+    uri = os.environ.get("NEO4J_URI")
+    if not uri:
+        pytest.skip("NEO4J_URI is not set: the Neo4j contract tests need a running Neo4j server")
+    return uri
+
+
+@pytest.fixture()
+def neo4j_backend(neo4j_uri: str):
+    import neo4j as neo4j_driver
+
+    from components.graph.neo4j import Neo4jBackend
+
+    user, password = os.environ.get("NEO4J_USER", "neo4j"), os.environ.get("NEO4J_PASSWORD", "")
+    with neo4j_driver.GraphDatabase.driver(neo4j_uri, auth=(user, password)) as driver:
+        _load_into_neo4j(driver, contract_graph())
+    with Neo4jBackend(neo4j_uri, user, password) as backend:
+        yield backend
+
+
+@pytest.fixture(params=["ladybug", "neo4j"])
+def backend(request: pytest.FixtureRequest):
+    """Every backend the contract suite runs against."""
+    return request.getfixturevalue(f"{request.param}_backend")
