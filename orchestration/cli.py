@@ -129,7 +129,8 @@ def _dagster_home() -> Path:
     return home
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
+def _cmd_materialize(args: argparse.Namespace) -> int:
+    """Materialize a domain's assets in-process on the persistent instance (visible in the UI)."""
     _dagster_home()
     import dagster as dg
 
@@ -137,15 +138,27 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from orchestration.domains import default_domain, load_domains
     from orchestration.sensors import pipeline_job_name
 
-    domain = args.domain or default_domain(load_domains())
-    job = defs.resolve_job_def(pipeline_job_name(domain))
+    domains = load_domains()
+    domain = args.domain or default_domain(domains)
+    if domain not in domains:
+        raise CliError(f"unknown domain {domain!r}; configured: {sorted(domains)}")
+    if args.asset:
+        keys = [dg.AssetKey([domain, a]) for a in args.asset]
+        job = dg.define_asset_job(f"{domain}_cli", selection=dg.AssetSelection.assets(*keys))
+        job_def = dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(job.name)
+    else:
+        job_def = defs.resolve_job_def(pipeline_job_name(domain))
     with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
+        result = job_def.execute_in_process(instance=instance, raise_on_error=False)
     materialized = sorted(
         "/".join(e.asset_key.path) for e in result.get_asset_materialization_events() if e.asset_key
     )
-    _emit({"ok": result.success, "domain": domain, "run_id": result.run_id, "materialized": materialized})
-    return 0 if result.success else 1
+    checks = {
+        f"{c.asset_key.to_user_string()}:{c.check_name}": c.passed
+        for c in result.get_asset_check_evaluations()
+    }
+    _emit({"ok": result.success, "domain": domain, "run_id": result.run_id, "materialized": materialized, "checks": checks})
+    return 0 if result.success and all(checks.values()) else 1
 
 
 def _cmd_domains(args: argparse.Namespace) -> int:
@@ -185,9 +198,14 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--limit", type=int, default=None, help="max rows per query (sets 'truncated')")
     q.set_defaults(func=_cmd_graph_query)
 
-    demo = sub.add_parser("demo", help="materialize every asset of a domain (default: the demo domain)")
-    demo.add_argument("--domain", default=None)
-    demo.set_defaults(func=_cmd_demo)
+    demo = sub.add_parser("demo", help="materialize every asset of the default demo domain")
+    demo.add_argument("--domain", default=None, help="another configured domain")
+    demo.set_defaults(func=_cmd_materialize, asset=[])
+
+    mat = sub.add_parser("materialize", help="materialize a domain's assets (all, or --asset ...)")
+    mat.add_argument("--domain", default=None)
+    mat.add_argument("--asset", action="append", default=[], help="asset name without the domain prefix, e.g. graph_snapshot")
+    mat.set_defaults(func=_cmd_materialize)
 
     doms = sub.add_parser("domains", help="list configured domains")
     doms.set_defaults(func=_cmd_domains)

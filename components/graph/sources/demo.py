@@ -40,9 +40,11 @@ Same ``(domain, seed, scale)`` -> identical :class:`GraphData` (all randomness c
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import gc
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -769,9 +771,9 @@ class _Domain:
 
 
 _DOMAINS: dict[str, _Domain] = {
-    "academic": _Domain(_academic, 5.2),
-    "ecommerce": _Domain(_ecommerce, 6.0),
-    "biomedical": _Domain(_biomedical, 5.4),
+    "academic": _Domain(_academic, 5.5),
+    "ecommerce": _Domain(_ecommerce, 6.3),
+    "biomedical": _Domain(_biomedical, 4.9),
 }
 DEMO_DOMAINS: tuple[str, ...] = tuple(_DOMAINS)
 EDGES_PER_NODE: dict[str, float] = {name: d.edges_per_node for name, d in _DOMAINS.items()}
@@ -799,7 +801,21 @@ def generate(domain: str, seed: int = 0, scale: int | None = None) -> GraphData:
         raise ImportFormatError(f"scale must be an integer >= {MIN_SCALE}, got {scale!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ImportFormatError(f"seed must be a non-negative integer, got {seed!r}")
-    return spec.build(np.random.Generator(np.random.PCG64(seed)), scale)
+    with _gc_paused():
+        return spec.build(np.random.Generator(np.random.PCG64(seed)), scale)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Building millions of small row objects triggers many useless cyclic-GC passes (they
+    hold no cycles); pausing the collector halves generation time at ~1M relationships."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def scale_for_edges(domain: str, n_edges: int) -> int:
@@ -807,7 +823,7 @@ def scale_for_edges(domain: str, n_edges: int) -> int:
     headroom over ``n_edges / EDGES_PER_NODE[domain]``).
 
     >>> scale_for_edges("academic", 1_000_000)
-    198020
+    187442
     """
     spec = _domain(domain)
     return max(MIN_SCALE, math.ceil(n_edges / (spec.edges_per_node * 0.97)))

@@ -1,0 +1,352 @@
+"""GraphCert's Python + Cypher sandbox: one persistent, contained interpreter per episode.
+
+The model's code runs in a **separate child process** (:mod:`components.tools._kernel`) that
+holds no database handle. Inside it, ``cypher(query, **params)`` is a request to this (parent)
+process, which runs the query through the one read-only query path
+(:class:`components.cypher.query_path.ReadOnlyQueryPath`: static refusal of writes, procedures,
+file access; Neo4j-dialect rewriting; a read-only connection underneath), records a
+:class:`~components.tools.traced.TracedResult` in the episode's registry and sends a copy back.
+``mark_evidence(*results)`` is accepted only for results registered here, unchanged.
+
+Whatever the code does — loops, memory bombs, forks, sockets, file access, ``sys.exit``, crashes,
+huge output, forged evidence — the cell ends with a structured :class:`CellResult` and this
+process keeps running. See the README section "Sandbox guarantees" for the threat model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components.graph.errors import GraphError
+from components.graph.schema import GraphSchema
+from components.tools.traced import MAX_ROWS, TracedResult
+
+__all__ = ["CellResult", "SandboxEpisode", "SandboxLimits"]
+
+KERNEL = Path(__file__).with_name("_kernel.py")
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    cell_timeout_s: float = 10.0  # wall clock per cell, parent-enforced (kills the child)
+    cpu_s: int = 60  # CPU seconds for the whole episode (RLIMIT_CPU in the child)
+    memory_mb: int = 512  # address space of the child (RLIMIT_AS)
+    output_bytes: int = 64_000  # captured stdout/stderr per cell
+    max_rows: int = MAX_ROWS  # rows kept per query (one more is fetched to set `truncated`)
+    max_queries: int = 200  # cypher() calls per episode
+    max_message_bytes: int = 16 * 1024 * 1024
+    startup_timeout_s: float = 30.0
+
+
+@dataclass
+class CellResult:
+    ok: bool
+    stdout: str = ""
+    stdout_truncated: bool = False
+    error: dict[str, str] | None = None
+    traced: list[TracedResult] = field(default_factory=list)  # results created by this cell
+    evidence: list[str] = field(default_factory=list)  # all ids marked so far in the episode
+    episode_alive: bool = True
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "stdout": self.stdout,
+            "stdout_truncated": self.stdout_truncated,
+            "error": self.error,
+            "traced": [t.to_json() for t in self.traced],
+            "evidence": list(self.evidence),
+            "episode_alive": self.episode_alive,
+            "elapsed_s": round(self.elapsed_s, 4),
+        }
+
+
+class _KernelGone(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class SandboxEpisode:
+    """One episode: a persistent interpreter, its traced results and its evidence.
+
+    >>> # ep = SandboxEpisode(query_path); ep.run("r = cypher('MATCH (n) RETURN count(n)')")
+    """
+
+    def __init__(
+        self,
+        query_path: Any,
+        *,
+        schema: GraphSchema | None = None,
+        limits: SandboxLimits = SandboxLimits(),
+        episode_id: str | None = None,
+        allow_weak_isolation: bool = False,
+    ) -> None:
+        self.query_path = query_path
+        self.schema = schema
+        self.limits = limits
+        self.episode_id = episode_id or uuid.uuid4().hex[:12]
+        self.allow_weak_isolation = allow_weak_isolation
+        self.registry: dict[str, TracedResult] = {}
+        self.evidence: list[str] = []
+        self.calls: list[dict[str, Any]] = []  # every tool call, in order, with its outcome
+        self.isolation: str | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._to_child: int | None = None
+        self._from_child: int | None = None
+        self._dead: dict[str, str] | None = None
+        self._counter = itertools.count(1)
+        self._cell_new: list[TracedResult] = []
+
+    # -- process lifecycle -------------------------------------------------------------
+    def _start(self) -> None:
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(KERNEL), str(req_r), str(resp_w)],
+                pass_fds=(req_r, resp_w),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env={},
+                cwd="/",
+                close_fds=True,
+                start_new_session=True,
+            )
+        finally:
+            os.close(req_r)
+            os.close(resp_w)
+        self._to_child, self._from_child = req_w, resp_r
+        self._send(
+            {
+                "op": "hello",
+                "limits": {
+                    "memory_mb": self.limits.memory_mb,
+                    "cpu_s": self.limits.cpu_s,
+                    "output_bytes": self.limits.output_bytes,
+                },
+                "allow_weak_isolation": self.allow_weak_isolation,
+            }
+        )
+        ready = self._recv(time.monotonic() + self.limits.startup_timeout_s)
+        if not ready.get("ok"):
+            self._kill()
+            raise _KernelGone("isolation_unavailable", str(ready.get("error")))
+        self.isolation = ready.get("isolation")
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self._proc.kill()
+            self._proc.wait()
+        for fd in (self._to_child, self._from_child):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._to_child = self._from_child = None
+
+    def close(self) -> None:
+        self._kill()
+        if self._dead is None:
+            self._dead = {"code": "closed", "message": "the episode was closed"}
+
+    def __enter__(self) -> SandboxEpisode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # never leave a child behind
+        try:
+            self._kill()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # -- wire ----------------------------------------------------------------------------
+    def _send(self, msg: Mapping[str, Any]) -> None:
+        data = json.dumps(msg, ensure_ascii=False).encode("utf-8")
+        payload = memoryview(struct.pack(">I", len(data)) + data)
+        try:
+            while payload:
+                n = os.write(self._to_child, payload)  # type: ignore[arg-type]
+                payload = payload[n:]
+        except (BrokenPipeError, OSError, TypeError) as exc:
+            raise self._gone() from exc
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        chunks: list[bytes] = []
+        while n > 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _KernelGone("timeout", f"the cell exceeded its {self.limits.cell_timeout_s:g} s time limit")
+            ready, _, _ = select.select([self._from_child], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self._from_child, min(n, 1 << 20))  # type: ignore[arg-type]
+            if not chunk:
+                raise self._gone()
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def _recv(self, deadline: float) -> dict[str, Any]:
+        (size,) = struct.unpack(">I", self._read(4, deadline))
+        if size > self.limits.max_message_bytes:
+            raise _KernelGone("output_limit", f"the sandbox sent a {size}-byte message (limit {self.limits.max_message_bytes})")
+        try:
+            msg = json.loads(self._read(size, deadline))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _KernelGone("protocol_error", f"malformed message from the sandbox: {exc}") from exc
+        if not isinstance(msg, dict):
+            raise _KernelGone("protocol_error", "malformed message from the sandbox")
+        return msg
+
+    def _gone(self) -> _KernelGone:
+        code = self._proc.wait() if self._proc is not None else None
+        if code is not None and code < 0:
+            sig = -code
+            if sig == signal.SIGXCPU:
+                return _KernelGone("cpu_limit", f"the episode exceeded its {self.limits.cpu_s} s CPU limit")
+            if sig == signal.SIGSYS:
+                return _KernelGone("forbidden_syscall", "the code attempted a forbidden system call")
+            return _KernelGone("crashed", f"the sandbox process died ({signal.Signals(sig).name})")
+        return _KernelGone("exited", f"the sandbox process exited (status {code})")
+
+    # -- requests from the child ---------------------------------------------------------
+    def _record(self, op: str, **info: Any) -> None:
+        self.calls.append({"op": op, "index": len(self.calls), **info})
+
+    def _handle_cypher(self, msg: Mapping[str, Any]) -> dict[str, Any]:
+        query, params = msg.get("query"), msg.get("params") or {}
+        if not isinstance(query, str) or not isinstance(params, dict):
+            return {"ok": False, "error": {"code": "bad_request", "message": "cypher(query: str, **params)"}}
+        if len(self.registry) >= self.limits.max_queries:
+            err = {"code": "query_limit", "message": f"at most {self.limits.max_queries} queries per episode"}
+            self._record("cypher", query=query, params=params, ok=False, error=err)
+            return {"ok": False, "error": err}
+        start = time.perf_counter()
+        try:
+            res = self.query_path.run(query, params, limit=self.limits.max_rows)
+        except GraphError as exc:
+            err = exc.to_dict()
+            self._record("cypher", query=query, params=params, ok=False, error=err)
+            return {"ok": False, "error": err}
+        traced = TracedResult.build(
+            f"{self.episode_id}:q{next(self._counter)}",
+            query,
+            params,
+            res.columns,
+            res.rows,
+            res.truncated,
+            episode=self.episode_id,
+        )
+        self.registry[traced.id] = traced
+        self._cell_new.append(traced)
+        self._record(
+            "cypher", query=query, params=params, ok=True, result_id=traced.id,
+            row_count=traced.row_count, truncated=traced.truncated,
+            elapsed_ms=round((time.perf_counter() - start) * 1e3, 3),
+        )
+        return {"ok": True, "result": traced.to_json()}
+
+    def _handle_mark(self, msg: Mapping[str, Any]) -> dict[str, Any]:
+        claimed = msg.get("results")
+        if not isinstance(claimed, list) or not claimed:
+            return {"ok": False, "error": {"code": "bad_request", "message": "mark_evidence(*results)"}}
+        ids = []
+        for item in claimed:
+            rid = item.get("id") if isinstance(item, dict) else None
+            reg = self.registry.get(rid) if isinstance(rid, str) else None
+            if reg is None:
+                err = {"code": "forged_evidence", "message": f"result {rid!r} was not produced by cypher() in this episode"}
+                self._record("mark_evidence", ids=[rid], ok=False, error=err)
+                return {"ok": False, "error": err}
+            diff = reg.matches(item)
+            if diff is not None:
+                err = {"code": "tampered_evidence", "message": f"result {rid}: {diff}"}
+                self._record("mark_evidence", ids=[rid], ok=False, error=err)
+                return {"ok": False, "error": err}
+            ids.append(rid)
+        for rid in ids:
+            if rid not in self.evidence:
+                self.evidence.append(rid)
+        self._record("mark_evidence", ids=ids, ok=True)
+        return {"ok": True, "marked": ids}
+
+    def _handle_schema(self, msg: Mapping[str, Any]) -> dict[str, Any]:
+        if self.schema is None:
+            return {"ok": False, "error": {"code": "no_schema", "message": "no schema is available"}}
+        self._record("select_schema", ok=True)
+        return {"ok": True, "schema": {**self.schema.to_json(), "text": self.schema.to_text()}}
+
+    _HANDLERS = {"cypher": _handle_cypher, "mark_evidence": _handle_mark, "schema": _handle_schema}
+
+    # -- public --------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self._dead is None
+
+    def evidence_results(self) -> list[TracedResult]:
+        return [self.registry[i] for i in self.evidence]
+
+    def run(self, code: str) -> CellResult:
+        """Run one cell of Python in the episode's interpreter."""
+        start = time.monotonic()
+        self._cell_new = []
+        if self._dead is not None:
+            return CellResult(False, error={"code": "episode_ended", "message": f"the episode already ended: {self._dead['message']}"}, evidence=list(self.evidence), episode_alive=False)
+        if not isinstance(code, str):
+            return CellResult(False, error={"code": "bad_request", "message": "code must be a string"}, evidence=list(self.evidence))
+        try:
+            if self._proc is None:
+                self._start()
+            self._send({"op": "run", "code": code})
+            deadline = time.monotonic() + self.limits.cell_timeout_s
+            while True:
+                msg = self._recv(deadline)
+                op = msg.get("op")
+                if op == "done":
+                    err = msg.get("error")
+                    return CellResult(
+                        ok=err is None,
+                        stdout=str(msg.get("stdout", ""))[: self.limits.output_bytes],
+                        stdout_truncated=bool(msg.get("stdout_truncated")),
+                        error=err if isinstance(err, dict) else None,
+                        traced=list(self._cell_new),
+                        evidence=list(self.evidence),
+                        elapsed_s=time.monotonic() - start,
+                    )
+                handler = self._HANDLERS.get(op)  # type: ignore[arg-type]
+                if handler is None:
+                    raise _KernelGone("protocol_error", f"unknown request {op!r} from the sandbox")
+                self._send(handler(self, msg))
+        except _KernelGone as gone:
+            self._kill()
+            self._dead = {"code": gone.code, "message": gone.message}
+            return CellResult(
+                False,
+                error=dict(self._dead),
+                traced=list(self._cell_new),
+                evidence=list(self.evidence),
+                episode_alive=False,
+                elapsed_s=time.monotonic() - start,
+            )

@@ -1,0 +1,61 @@
+"""The asset graph is reviewable: a change to keys, checks, jobs or sensors shows in this diff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestration.definitions import build_definitions, defs
+from orchestration.domains import DomainConfigError, default_domain, load_domains
+
+
+def test_asset_graph_snapshot() -> None:
+    graph = defs.resolve_asset_graph()
+    assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == [
+        "academic/graph_snapshot",
+        "biomedical/graph_snapshot",
+        "ecommerce/graph_snapshot",
+    ]
+    assert sorted(
+        f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys
+    ) == [
+        "academic/graph_snapshot:graph_non_empty",
+        "biomedical/graph_snapshot:graph_non_empty",
+        "ecommerce/graph_snapshot:graph_non_empty",
+    ]
+    assert sorted(j.name for j in defs.resolve_all_job_defs() if not j.name.startswith("__")) == [
+        "academic_pipeline",
+        "biomedical_pipeline",
+        "ecommerce_pipeline",
+    ]
+    assert [s.name for s in defs.sensors] == ["graph_source_sensor"]
+    groups = {graph.get(k).group_name for k in graph.get_all_asset_keys()}
+    assert groups == {"graph"}
+
+
+def test_default_domain_is_academic() -> None:
+    assert default_domain(load_domains()) == "academic"
+
+
+def test_domain_config_errors_are_clear(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("name: x\n")
+    with pytest.raises(DomainConfigError, match="needs 'name' and 'source'"):
+        load_domains(str(tmp_path))
+    (tmp_path / "bad.yaml").write_text("name: academic\nsource: {format: csv, src: here}\n")
+    with pytest.raises(DomainConfigError, match="already defined"):
+        load_domains(str(tmp_path))
+    (tmp_path / "bad.yaml").write_text("name: [unclosed\n")
+    with pytest.raises(DomainConfigError, match="invalid YAML"):
+        load_domains(str(tmp_path))
+
+
+def test_extra_domain_folder_adds_a_domain_with_relative_source(tmp_path: Path) -> None:
+    (tmp_path / "movies.yaml").write_text(
+        "name: movies\nsource: {format: cypher-script, src: movies.cypher}\n"
+    )
+    domains = load_domains(str(tmp_path))
+    assert domains["movies"].source.src == str(tmp_path / "movies.cypher")
+    built = build_definitions(domains, data_root=str(tmp_path / "data"))
+    keys = {k.to_user_string() for k in built.resolve_asset_graph().get_all_asset_keys()}
+    assert "movies/graph_snapshot" in keys
