@@ -122,9 +122,6 @@ class IdIndex:
     def has(self, label: str, node_id: str) -> bool:
         return label in self._labels.get(node_id, ())
 
-    def __len__(self) -> int:
-        return len(self._labels)
-
 
 def check_graph(graph: GraphData, path: str | Path | None = None) -> GraphData:
     """Check ids are unique within each label and every relationship endpoint exists, then
@@ -142,7 +139,8 @@ def check_graph(graph: GraphData, path: str | Path | None = None) -> GraphData:
             for label, node_id in ((rel.src_label, rel.src_id), (rel.dst_label, rel.dst_id)):
                 if node_id not in ids.get(label, ()):
                     raise ImportFormatError(
-                        f"relationship {rtype} refers to unknown node {label}:{node_id!r}", path=where
+                        f"relationship {rtype} refers to unknown node {label}:{node_id!r}",
+                        path=where,
                     )
     return graph.infer_types()
 

@@ -18,9 +18,10 @@ Format (``SRC`` is a directory)::
   empty the label is looked up by id, and an id that exists under two labels is an error. Every
   other column is a property.
 * Cell typing, per property column: an empty cell is null; the column is INT64 if every
-  non-empty cell is an integer (``-12``; no leading zeros, so ``007`` stays text), else DOUBLE if
-  every one is a decimal number (``3``, ``-0.5``, ``1e3``), else BOOLEAN if every one is
-  ``true`` / ``false`` (any case), else DATE if every one is ``YYYY-MM-DD``, else STRING.
+  non-empty cell is an integer (``-12``), else DOUBLE if every one is a decimal number (``3``,
+  ``-0.5``, ``1e3``; numbers with leading zeros such as ``007`` are text), else BOOLEAN if
+  every one is ``true`` / ``false`` (any case), else DATE if every one is ``YYYY-MM-DD``, else
+  STRING. ``id``, ``source``, ``target`` and the label columns are always strings.
 
 Errors name the file and line: missing header column, bad column or file name, wrong field
 count, empty or duplicate node id, unknown or ambiguous relationship endpoint.
@@ -40,14 +41,14 @@ from components.graph.errors import GraphError, ImportFormatError
 from components.graph.model import GraphData, NodeSet, RelSet, validate_identifier
 from components.graph.sources._common import IdIndex, check_graph
 
-__all__ = ["read_csv_dir"]
+__all__ = ["read_csv_dir", "type_column"]
 
 _NODE_KEYS = ("id",)
 _REL_KEYS = ("source", "target")
 _REL_OPTIONAL = ("source_label", "target_label")
 
 _INT = re.compile(r"[-+]?(0|[1-9][0-9]*)\Z")
-_FLOAT = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
+_FLOAT = re.compile(r"[-+]?((0|[1-9][0-9]*)(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?\Z")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _INT64_MAX = 2**63 - 1
 
@@ -117,7 +118,8 @@ class _Table:
         return [r[i] for r in self.records]
 
     def properties(self, reserved: tuple[str, ...]) -> dict[str, tuple[str, list[Any]]]:
-        return {name: type_column(self.column(name)) for name in self.header if name not in reserved}
+        names = [name for name in self.header if name not in reserved]
+        return {name: type_column(self.column(name)) for name in names}
 
 
 def _records(f: Any, where: str) -> Iterator[tuple[int, list[str]]]:
@@ -129,7 +131,7 @@ def _records(f: Any, where: str) -> Iterator[tuple[int, list[str]]]:
                 yield start, record
             start = reader.line_num + 1
     except csv.Error as exc:
-        raise ImportFormatError(f"malformed CSV: {exc}", path=where, line=reader.line_num) from None
+        raise ImportFormatError(f"malformed CSV record: {exc}", path=where, line=start) from None
 
 
 def _read_table(path: Path, required: tuple[str, ...]) -> _Table:
@@ -147,7 +149,9 @@ def _read_table(path: Path, required: tuple[str, ...]) -> _Table:
         _identifier(name, "column name", where, header_line)
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes:
-        raise ImportFormatError(f"duplicate column(s) {', '.join(dupes)}", path=where, line=header_line)
+        raise ImportFormatError(
+            f"duplicate column(s) {', '.join(dupes)}", path=where, line=header_line
+        )
     missing = [c for c in required if c not in header]
     if missing:
         raise ImportFormatError(
@@ -184,7 +188,9 @@ def _read_nodes(path: Path, graph: GraphData, index: IdIndex) -> None:
             raise ImportFormatError("empty id", path=table.path, line=line)
         if node_id in first_line:
             raise ImportFormatError(
-                f"duplicate id {node_id!r} (first on line {first_line[node_id]})", path=table.path, line=line
+                f"duplicate id {node_id!r} (first on line {first_line[node_id]})",
+                path=table.path,
+                line=line,
             )
         first_line[node_id] = line
         graph.add_node(label, node_id, {name: values[i] for name, (_, values) in props.items()})
@@ -195,14 +201,17 @@ def _read_nodes(path: Path, graph: GraphData, index: IdIndex) -> None:
 def _endpoint(node_id: str, label: str, index: IdIndex, role: str, where: str, line: int) -> str:
     if label:
         if not index.has(label, node_id):
-            raise ImportFormatError(f"unknown {role} node {label}:{node_id!r}", path=where, line=line)
+            raise ImportFormatError(
+                f"unknown {role} node {label}:{node_id!r}", path=where, line=line
+            )
         return label
     labels = index.labels_of(node_id)
     if not labels:
         raise ImportFormatError(f"unknown {role} node id {node_id!r}", path=where, line=line)
     if len(labels) > 1:
         raise ImportFormatError(
-            f"{role} id {node_id!r} exists under labels {', '.join(labels)}: add a {role}_label column",
+            f"{role} id {node_id!r} exists under labels {', '.join(labels)}: "
+            f"add a {role}_label column",
             path=where,
             line=line,
         )
@@ -220,9 +229,10 @@ def _read_rels(path: Path, graph: GraphData, index: IdIndex) -> None:
     for i, line in enumerate(table.lines):
         ends = []
         for role in ("source", "target"):
-            node_id = columns[role][i]
-            ends.append((_endpoint(node_id, columns[f"{role}_label"][i], index, role, table.path, line), node_id))
-        graph.add_rel(rtype, ends[0], ends[1], {name: values[i] for name, (_, values) in props.items()})
+            node_id, label = columns[role][i], columns[f"{role}_label"][i]
+            ends.append((_endpoint(node_id, label, index, role, table.path, line), node_id))
+        properties = {name: values[i] for name, (_, values) in props.items()}
+        graph.add_rel(rtype, ends[0], ends[1], properties)
     graph.rels.setdefault(rtype, RelSet(rtype))  # an empty file still declares its type
 
 

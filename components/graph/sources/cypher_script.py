@@ -1,4 +1,4 @@
-"""Import a Cypher ``CREATE`` script (like Neo4j's example "movies" dataset) into :class:`GraphData`.
+"""Import a Cypher ``CREATE`` script (like Neo4j's "movies" example) into :class:`GraphData`.
 
 The script is split into statements at top-level ``;`` (quotes, backticks, ``//`` and ``/* */``
 comments respected), each statement is parsed by ``cypherast`` and *interpreted* — values must be
@@ -103,7 +103,7 @@ def split_statements(script: str) -> list[Statement]:
     line ``line + k - 1``.
 
     >>> [(s.line, s.text) for s in split_statements("CREATE (:A {n: ';'}); // c\\nCREATE (:B);")]
-    [(1, "CREATE (:A {n: ';'})"), (1, ' \\nCREATE (:B)')]
+    [(1, "CREATE (:A {n: ';'})"), (1, '  \\nCREATE (:B)')]
     """
     out: list[Statement] = []
     parts: list[str] = []
@@ -133,8 +133,8 @@ def split_statements(script: str) -> list[Statement]:
         elif kind == "tick":
             parts.append(m.group())
             has_code = True
-        else:  # comment: keep its newlines so parser line numbers stay right
-            parts.append("\n" * m.group().count("\n"))
+        else:  # comment: a space, plus its newlines so parser line numbers stay right
+            parts.append(" " + "\n" * m.group().count("\n"))
     tail = script[pos:]
     parts.append(tail)
     has_code = has_code or (tail.strip() != "")
@@ -189,7 +189,8 @@ def _parse(stmt: Statement, where: str) -> a.AstNode:
     except CypherastError as exc:
         rel = exc.position.line if exc.position is not None else 1
         message = _POSITION_PREFIX.sub("", str(exc).splitlines()[0])
-        raise ImportFormatError(f"syntax error: {message}", path=where, line=stmt.line + rel - 1) from None
+        line = stmt.line + rel - 1
+        raise ImportFormatError(f"syntax error: {message}", path=where, line=line) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,7 +218,9 @@ def _literal(expr: a.AstNode) -> Any:
     if isinstance(expr, a.FunctionCall) and str(expr.name).lower() == "date":
         return _date_literal(expr)
     if isinstance(expr, a.Parameter):
-        raise _Fail(f"parameter ${expr.name} is not supported: the script must use literal values", expr)
+        raise _Fail(
+            f"parameter ${expr.name} is not supported: the script must use literal values", expr
+        )
     if isinstance(expr, a.Map):
         raise _Fail("a map is not a property value", expr)
     raise _Fail(f"only literal values are supported, found {type(expr).__name__}", expr)
@@ -448,8 +451,14 @@ class _Interpreter:
         return rows
 
     def _match_node(
-        self, np_: a.NodePattern, var: str | None, labels: tuple[str, ...], props: dict[str, Any], row: Row
+        self,
+        np_: a.NodePattern,
+        var: str | None,
+        labels: tuple[str, ...],
+        props: dict[str, Any],
+        row: Row,
     ) -> list[Row]:
+        """The rows ``row`` extends to when ``np_`` (with ``labels``/``props``) is matched."""
         if var is not None and var in row:
             node = self._bound_node(var, row, np_)
             return [row] if _matches(node, labels, props) else []
@@ -516,7 +525,9 @@ class _Interpreter:
 
     def _with(self, clause: a.With, row: Row) -> Row:
         if clause.distinct or clause.where or clause.order or clause.skip or clause.limit:
-            raise _Fail("WITH may only pass variables through (no DISTINCT/WHERE/ORDER/SKIP/LIMIT)", clause)
+            raise _Fail(
+                "WITH may only pass variables through (no DISTINCT/WHERE/ORDER/SKIP/LIMIT)", clause
+            )
         out: Row = {}
         for expr in clause.expressions:
             if isinstance(expr, a.Star):
@@ -586,7 +597,10 @@ def _where_filters(where: a.Where | None, clause: a.Match) -> dict[str, dict[str
             todo += [expr.expression, expr.this]
             continue
         sides = (expr.this, expr.expression) if isinstance(expr, a.EQ) else ()
-        prop = next((s for s in sides if isinstance(s, a.Property) and isinstance(s.this, a.Identifier)), None)
+        prop = next(
+            (s for s in sides if isinstance(s, a.Property) and isinstance(s.this, a.Identifier)),
+            None,
+        )
         if prop is None:
             raise _Fail("WHERE supports only `var.key = literal` conditions joined by AND", expr)
         other = sides[1] if prop is sides[0] else sides[0]

@@ -29,7 +29,7 @@ same type join the same ordered pair (for symmetric types: the same unordered pa
 no self-loops.
 
 **Scale.** ``scale`` is the approximate total number of nodes (default ``DEFAULT_SCALE`` = 2000,
-giving roughly 10–13k relationships). Relationship counts grow linearly with it: about
+giving about 10k–13k relationships). Relationship counts grow linearly with it: about
 ``EDGES_PER_NODE[domain]`` relationships per unit of scale. :func:`scale_for_edges` inverts that
 (with a small margin), e.g. ``generate("academic", scale=scale_for_edges("academic", 1_000_000))``
 has at least a million relationships.
@@ -187,12 +187,16 @@ def _positions(rng: np.random.Generator, group: Array) -> Array:
 # ---------------------------------------------------------------------------------------------
 
 
-def _pick(rng: np.random.Generator, words: Sequence[str], n: int, p: Array | None = None) -> list[str]:
+def _pick(
+    rng: np.random.Generator, words: Sequence[str], n: int, p: Array | None = None
+) -> list[str]:
     idx = rng.choice(len(words), n, p=p) if p is not None else rng.integers(0, len(words), n)
     return [words[i] for i in idx.tolist()]
 
 
-def _distinct_combos(rng: np.random.Generator, sizes: Sequence[int], n: int) -> list[tuple[int, ...]]:
+def _distinct_combos(
+    rng: np.random.Generator, sizes: Sequence[int], n: int
+) -> list[tuple[int, ...]]:
     """``n`` index tuples over a product space, without repeats while the space lasts."""
     total = math.prod(sizes)
     flat = rng.choice(total, n, replace=False) if n <= total else rng.integers(0, total, n)
@@ -292,26 +296,65 @@ _ORGS = (
     "University of São Paulo", "University of Melbourne", "McGill University",
     "Microsoft Research", "Google Research", "IBM Research", "Alibaba DAMO Academy",
     "Huawei Noah's Ark Lab", "Meta AI", "Inria", "University of Edinburgh", "KTH Royal Institute",
-    "Zhejiang University", "Fudan University", "Shanghai Jiao Tong University", "Nanjing University",
+    "Zhejiang University", "Fudan University", "Shanghai Jiao Tong University",
+    "Nanjing University",
     "Georgia Institute of Technology", "University of Michigan", "Cornell University",
 )
+# topic -> four typical tasks
 _TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Machine Learning", ("Classification", "Representation Learning", "Active Learning", "Domain Adaptation")),
-    ("Data Mining", ("Frequent Pattern Mining", "Anomaly Detection", "Clustering", "Time Series Forecasting")),
-    ("Databases", ("Query Optimization", "Cardinality Estimation", "Transaction Processing", "Index Tuning")),
-    ("Information Retrieval", ("Dense Retrieval", "Learning to Rank", "Query Expansion", "Passage Reranking")),
-    ("Natural Language Processing", ("Question Answering", "Machine Translation", "Named Entity Recognition", "Summarization")),
-    ("Computer Vision", ("Image Segmentation", "Object Detection", "Pose Estimation", "Video Understanding")),
-    ("Graph Learning", ("Link Prediction", "Node Classification", "Graph Generation", "Knowledge Graph Completion")),
-    ("Recommender Systems", ("Session-Based Recommendation", "Collaborative Filtering", "Click-Through Rate Prediction", "Cold-Start Recommendation")),
-    ("Distributed Systems", ("Consensus", "Stream Processing", "Resource Scheduling", "Fault Tolerance")),
-    ("Security and Privacy", ("Intrusion Detection", "Differential Privacy", "Malware Classification", "Membership Inference")),
-    ("Software Engineering", ("Program Repair", "Code Generation", "Test Generation", "Bug Localization")),
-    ("Robotics", ("Motion Planning", "Grasping", "Visual Navigation", "Multi-Robot Coordination")),
-    ("Bioinformatics", ("Protein Structure Prediction", "Gene Expression Analysis", "Drug Repurposing", "Variant Calling")),
-    ("Human-Computer Interaction", ("Accessibility", "Gesture Recognition", "User Modeling", "Visualization")),
-    ("Computer Networks", ("Congestion Control", "Traffic Classification", "Network Verification", "Edge Caching")),
-    ("Speech Processing", ("Speech Recognition", "Speaker Verification", "Speech Synthesis", "Spoken Language Understanding")),
+    ("Machine Learning", (
+        "Classification", "Representation Learning", "Active Learning", "Domain Adaptation",
+    )),
+    ("Data Mining", (
+        "Frequent Pattern Mining", "Anomaly Detection", "Clustering", "Time Series Forecasting",
+    )),
+    ("Databases", (
+        "Query Optimization", "Cardinality Estimation", "Transaction Processing", "Index Tuning",
+    )),
+    ("Information Retrieval", (
+        "Dense Retrieval", "Learning to Rank", "Query Expansion", "Passage Reranking",
+    )),
+    ("Natural Language Processing", (
+        "Question Answering", "Machine Translation", "Named Entity Recognition", "Summarization",
+    )),
+    ("Computer Vision", (
+        "Image Segmentation", "Object Detection", "Pose Estimation", "Video Understanding",
+    )),
+    ("Graph Learning", (
+        "Link Prediction", "Node Classification", "Graph Generation",
+        "Knowledge Graph Completion",
+    )),
+    ("Recommender Systems", (
+        "Session-Based Recommendation", "Collaborative Filtering",
+        "Click-Through Rate Prediction", "Cold-Start Recommendation",
+    )),
+    ("Distributed Systems", (
+        "Consensus", "Stream Processing", "Resource Scheduling", "Fault Tolerance",
+    )),
+    ("Security and Privacy", (
+        "Intrusion Detection", "Differential Privacy", "Malware Classification",
+        "Membership Inference",
+    )),
+    ("Software Engineering", (
+        "Program Repair", "Code Generation", "Test Generation", "Bug Localization",
+    )),
+    ("Robotics", (
+        "Motion Planning", "Grasping", "Visual Navigation", "Multi-Robot Coordination",
+    )),
+    ("Bioinformatics", (
+        "Protein Structure Prediction", "Gene Expression Analysis", "Drug Repurposing",
+        "Variant Calling",
+    )),
+    ("Human-Computer Interaction", (
+        "Accessibility", "Gesture Recognition", "User Modeling", "Visualization",
+    )),
+    ("Computer Networks", (
+        "Congestion Control", "Traffic Classification", "Network Verification", "Edge Caching",
+    )),
+    ("Speech Processing", (
+        "Speech Recognition", "Speaker Verification", "Speech Synthesis",
+        "Spoken Language Understanding",
+    )),
 )
 _VENUE_FORMS = (
     ("International Conference on {}", "conference"), ("Annual Symposium on {}", "conference"),
@@ -378,7 +421,10 @@ def _acronyms(rng: np.random.Generator, n: int) -> list[str]:
     return ["".join(row[:k]) for row, k in zip(chars.tolist(), lengths.tolist(), strict=True)]
 
 
-def _paper_text(rng: np.random.Generator, topic: Array) -> tuple[list[str], list[str], list[list[str]]]:
+def _paper_text(
+    rng: np.random.Generator, topic: Array
+) -> tuple[list[str], list[str], list[list[str]]]:
+    """Titles, abstracts and keywords of papers on the given topics."""
     n = len(topic)
     task_j = rng.integers(0, 4, n).tolist()
     tasks = [_TOPICS[t][1][j] for t, j in zip(topic.tolist(), task_j, strict=True)]
@@ -399,15 +445,17 @@ def _paper_text(rng: np.random.Generator, topic: Array) -> tuple[list[str], list
     n_sets = rng.integers(2, 9, n).tolist()
     gains = np.round(rng.gamma(2.0, 2.5, n) + 0.5, 1).tolist()
     abstracts = [
-        f"{t} on {d.lower()} {ch}. We propose {c}, {_article(a)} {a.lower()} approach based on {m.lower()} "
-        f"that {co}. Experiments on {k} benchmark datasets show that {c} improves {me} by "
-        f"{g}% over {b}."
+        f"{t} on {d.lower()} {ch}. We propose {c}, {_article(a)} {a.lower()} approach "
+        f"based on {m.lower()} that {co}. Experiments on {k} benchmark datasets show that "
+        f"{c} improves {me} by {g}% over {b}."
         for t, d, ch, c, a, m, co, k, me, g, b in zip(
             tasks, data, challenges, acros, adjs, methods, contribs, n_sets, metrics, gains,
             baselines, strict=True,
         )
     ]
-    keywords = [[t.lower(), m.lower(), d.lower()] for t, m, d in zip(tasks, methods, data, strict=True)]
+    keywords = [
+        [t.lower(), m.lower(), d.lower()] for t, m, d in zip(tasks, methods, data, strict=True)
+    ]
     return titles, abstracts, keywords
 
 
@@ -430,7 +478,8 @@ def _academic(rng: np.random.Generator, scale: int) -> GraphData:
 
     # papers: one venue each; topic mostly the venue's
     venue_of = _functional(rng, n_paper, _power_probs(rng, n_venue, 0.9))
-    topic = np.where(rng.random(n_paper) < 0.85, venue_topic[venue_of], rng.integers(0, n_topic, n_paper))
+    own_topic = rng.random(n_paper) < 0.85
+    topic = np.where(own_topic, venue_topic[venue_of], rng.integers(0, n_topic, n_paper))
     year = _skewed_years(rng, n_paper, 1995, 2024, 0.09)
     titles, abstracts, keywords = _paper_text(rng, topic)
     paper_ids = _ids("paper", n_paper)
@@ -445,9 +494,9 @@ def _academic(rng: np.random.Generator, scale: int) -> GraphData:
     n_authors = 1 + np.minimum(rng.poisson(1.9, n_paper), 9)
     author, paper = _membership(rng, n_authors, n_author, _power_probs(rng, n_author, 0.75))
     papers_per_author = np.bincount(author, minlength=n_author)
-    h_index = np.minimum(
-        papers_per_author, np.round(2.0 * np.sqrt(papers_per_author) * rng.uniform(0.6, 1.4, n_author))
-    ).astype(np.int64)
+    noise = rng.uniform(0.6, 1.4, n_author)
+    h_index = np.minimum(papers_per_author, np.round(2.0 * np.sqrt(papers_per_author) * noise))
+    h_index = h_index.astype(np.int64)
     first, last = _pick(rng, _FIRST, n_author), _pick(rng, _LAST, n_author)
     initial = np.array(list("ABCDEFGHJKLMNPRSTW"))[rng.integers(0, 18, n_author)].tolist()
     middle = (rng.random(n_author) < 0.25).tolist()
@@ -487,11 +536,12 @@ _CATEGORIES: tuple[tuple[str, float, tuple[str, ...], str], ...] = (
     ("Home & Kitchen", 35.0, ("Chef's Knife", "Air Fryer", "Cast Iron Skillet", "French Press",
      "Stand Mixer", "Rice Cooker", "Cutting Board", "Vacuum Sealer"), "busy home cooks"),
     ("Sports & Outdoors", 45.0, ("Yoga Mat", "Trekking Poles", "Insulated Water Bottle",
-     "Camping Tent", "Resistance Bands", "Cycling Helmet", "Sleeping Bag"), "training and outdoor trips"),
+     "Camping Tent", "Resistance Bands", "Cycling Helmet", "Sleeping Bag"),
+     "training and outdoor trips"),
     ("Beauty", 18.0, ("Vitamin C Serum", "Hair Dryer", "Sunscreen SPF 50", "Face Moisturizer",
      "Electric Toothbrush", "Shampoo Bar"), "a simple daily routine"),
-    ("Toys & Games", 25.0, ("Building Blocks Set", "Jigsaw Puzzle", "Board Game", "Remote Control Car",
-     "Plush Toy", "Science Kit"), "kids aged 6 and up"),
+    ("Toys & Games", 25.0, ("Building Blocks Set", "Jigsaw Puzzle", "Board Game",
+     "Remote Control Car", "Plush Toy", "Science Kit"), "kids aged 6 and up"),
     ("Books", 15.0, ("Paperback Novel", "Cookbook", "Travel Guide", "Children's Picture Book",
      "Programming Handbook"), "curious readers"),
     ("Clothing", 30.0, ("Running Shoes", "Rain Jacket", "Merino Socks", "Denim Jeans",
@@ -502,8 +552,8 @@ _CATEGORIES: tuple[tuple[str, float, tuple[str, ...], str], ...] = (
      "Chew Toy"), "happy, active pets"),
     ("Office Products", 20.0, ("Desk Lamp", "Fountain Pen", "Label Maker", "Monitor Stand",
      "Notebook Set", "Ergonomic Chair"), "a tidy, productive desk"),
-    ("Tools & Home Improvement", 55.0, ("Cordless Drill", "Laser Level", "Socket Set", "Stud Finder",
-     "Smart Thermostat"), "weekend DIY projects"),
+    ("Tools & Home Improvement", 55.0, ("Cordless Drill", "Laser Level", "Socket Set",
+     "Stud Finder", "Smart Thermostat"), "weekend DIY projects"),
     ("Automotive", 40.0, ("Dash Cam", "Tire Inflator", "Car Vacuum", "Jump Starter",
      "Phone Mount"), "safer daily driving"),
 )
@@ -527,28 +577,34 @@ def _ecommerce(rng: np.random.Generator, scale: int) -> GraphData:
     g = GraphData()
 
     p_cat = _power_probs(rng, n_cat, 0.6)
+    p_country = _power_probs(rng, len(_COUNTRIES), 0.7)
     brand_cat = rng.choice(n_cat, n_brand, p=p_cat)
     combos = _distinct_combos(rng, (len(_BRAND_HEAD), len(_BRAND_TAIL)), n_brand)
     brand_names = unique_names((_BRAND_HEAD[h] + _BRAND_TAIL[t] for h, t in combos), "{} {}")
     brand_ids = _ids("brand", n_brand)
     _add_nodes(g, "Brand", brand_ids, {
         "name": ("STRING", brand_names),
-        "country": ("STRING", _pick(rng, _COUNTRIES, n_brand, _power_probs(rng, len(_COUNTRIES), 0.7))),
+        "country": ("STRING", _pick(rng, _COUNTRIES, n_brand, p_country)),
         "founded": ("INT64", rng.integers(1950, 2023, n_brand).tolist()),
         "category": ("STRING", [_CATEGORIES[c][0] for c in brand_cat.tolist()]),
     })
 
     brand_of = _functional(rng, n_item, _power_probs(rng, n_brand, 0.9))
-    cat = np.where(rng.random(n_item) < 0.8, brand_cat[brand_of], rng.choice(n_cat, n_item, p=p_cat))
+    own_cat = rng.random(n_item) < 0.8
+    cat = np.where(own_cat, brand_cat[brand_of], rng.choice(n_cat, n_item, p=p_cat))
     noun_j = rng.integers(0, 100, n_item).tolist()
-    nouns = [_CATEGORIES[c][2][j % len(_CATEGORIES[c][2])] for c, j in zip(cat.tolist(), noun_j, strict=True)]
+    nouns = [
+        _CATEGORIES[c][2][j % len(_CATEGORIES[c][2])]
+        for c, j in zip(cat.tolist(), noun_j, strict=True)
+    ]
     adjs = _pick(rng, _ITEM_ADJ, n_item)
     models = [f"{chr(65 + a)}{chr(65 + b)}-{n}" for a, b, n in zip(
         rng.integers(0, 26, n_item).tolist(), rng.integers(0, 26, n_item).tolist(),
         rng.integers(100, 1000, n_item).tolist(), strict=True)]
     bnames = [brand_names[b] for b in brand_of.tolist()]
     titles = unique_names(
-        (f"{b} {a} {n} {m}" for b, a, n, m in zip(bnames, adjs, nouns, models, strict=True)), "{} ({})"
+        (f"{b} {a} {n} {m}" for b, a, n, m in zip(bnames, adjs, nouns, models, strict=True)),
+        "{} ({})",
     )
     medians = np.array([c[1] for c in _CATEGORIES])[cat]
     price = np.maximum(np.round(medians * rng.lognormal(0.0, 0.6, n_item)) - 0.01, 0.99)
@@ -557,7 +613,8 @@ def _ecommerce(rng: np.random.Generator, scale: int) -> GraphData:
     reviews = rng.poisson(p_item * n_item * 40.0).astype(np.int64)
     f1, f2 = _pick(rng, _FEATURES, n_item), _pick(rng, _FEATURES, n_item)
     descriptions = [
-        f"The {b} {n.lower()} is {_article(a)} {a.lower()} pick for {_CATEGORIES[c][3]}. It comes with {x} and {y}."
+        f"The {b} {n.lower()} is {_article(a)} {a.lower()} pick for {_CATEGORIES[c][3]}. "
+        f"It comes with {x} and {y}."
         for b, n, a, c, x, y in zip(bnames, nouns, adjs, cat.tolist(), f1, f2, strict=True)
     ]
     item_ids = _ids("item", n_item)
@@ -578,7 +635,9 @@ def _ecommerce(rng: np.random.Generator, scale: int) -> GraphData:
         ("ALSO_BOUGHT", 3.0, False), ("ALSO_VIEWED", 2.0, False), ("BOUGHT_TOGETHER", 0.5, True)
     ):
         draw = _same_group_draw(rng, _power_probs(rng, n_item, 0.5), p_item, cat, 0.75)
-        s, d = _sample_pairs(rng, n_item, int(n_item * per_item), draw, same_label=True, symmetric=symmetric)
+        s, d = _sample_pairs(
+            rng, n_item, int(n_item * per_item), draw, same_label=True, symmetric=symmetric
+        )
         _add_rels(g, rtype, (*items, s), (*items, d))
     return g
 
@@ -652,7 +711,9 @@ _SEVERITY = ("", "mild", "severe", "chronic", "intermittent", "nocturnal", "recu
 def _genes(rng: np.random.Generator, n: int) -> Columns:
     combos = _distinct_combos(rng, (len(_GENE_FAMILIES), 999, 6), n)
     suffix = ("", "A", "B", "C", "D", "L")
-    symbols = unique_names((f"{_GENE_FAMILIES[f][0]}{k + 1}{suffix[s]}" for f, k, s in combos), "{}-{}")
+    symbols = unique_names(
+        (f"{_GENE_FAMILIES[f][0]}{k + 1}{suffix[s]}" for f, k, s in combos), "{}-{}"
+    )
     names = [f"{_GENE_FAMILIES[f][1]} {k + 1}{suffix[s]}" for f, k, s in combos]
     roles = _pick(rng, _GENE_ROLES, n)
     chroms = _pick(rng, _CHROMOSOMES, n, _power_probs(rng, len(_CHROMOSOMES), 0.3))
@@ -684,7 +745,8 @@ def _compounds(rng: np.random.Generator, n: int) -> Columns:
         "molecular_weight": ("DOUBLE", weight.tolist()),
         "approved": ("BOOLEAN", approved),
         "description": ("STRING", [
-            f"{nm} is a {c[1]}" + (f" first approved in {y}." if ok else " in clinical development.")
+            f"{nm} is a {c[1]}"
+            + (f" first approved in {y}." if ok else " in clinical development.")
             for nm, c, ok, y in zip(names, cls, approved, years, strict=True)
         ]),
     }
@@ -705,7 +767,8 @@ def _diseases(rng: np.random.Generator, n: int) -> Columns:
         "icd10": ("STRING", codes),
         "description": ("STRING", [
             f"A {(_DISEASE_MODS[m] + ' ') if _DISEASE_MODS[m] else ''}disorder of the "
-            f"{_DISEASE_SITES[s][1]} system marked by {_CONDITIONS[c]} of {_DISEASE_SITES[s][0]} tissue."
+            f"{_DISEASE_SITES[s][1]} system marked by {_CONDITIONS[c]} of "
+            f"{_DISEASE_SITES[s][0]} tissue."
             for m, s, c in combos
         ]),
     }
@@ -732,8 +795,12 @@ def _biomedical(rng: np.random.Generator, scale: int) -> GraphData:
     n_compound = round(scale * 0.25)
     n_gene = scale - n_symptom - n_disease - n_compound
     g = GraphData()
-    labels = (("Compound", "compound", n_compound, _compounds), ("Disease", "disease", n_disease, _diseases),
-              ("Gene", "gene", n_gene, _genes), ("Symptom", "symptom", n_symptom, _symptoms))
+    labels = (
+        ("Compound", "compound", n_compound, _compounds),
+        ("Disease", "disease", n_disease, _diseases),
+        ("Gene", "gene", n_gene, _genes),
+        ("Symptom", "symptom", n_symptom, _symptoms),
+    )
     ids: dict[str, list[str]] = {}
     for label, prefix, n, columns in labels:
         ids[label] = _ids(prefix, n)
@@ -749,7 +816,8 @@ def _biomedical(rng: np.random.Generator, scale: int) -> GraphData:
         ("INTERACTS_WITH", "Gene", "Gene", 2.0, 0.7, 0.7, True),
     )
     for rtype, sl, dl, per_src, a_src, a_dst, symmetric in plan:
-        draw = _weighted_draw(rng, _power_probs(rng, size[sl], a_src), _power_probs(rng, size[dl], a_dst))
+        p_src, p_dst = _power_probs(rng, size[sl], a_src), _power_probs(rng, size[dl], a_dst)
+        draw = _weighted_draw(rng, p_src, p_dst)
         s, d = _sample_pairs(rng, size[dl], int(size[sl] * per_src), draw,
                              same_label=sl == dl, symmetric=symmetric)
         props: Columns | None = None

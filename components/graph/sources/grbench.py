@@ -127,7 +127,9 @@ def _node_types(raw: Any, where: str) -> list[_NodeType]:
         name = key[: -len(_SUFFIX)]
         label = to_label(name, where)
         if label in labels:
-            raise ImportFormatError(f"{key} and {labels[label]} both map to label {label}", path=where)
+            raise ImportFormatError(
+                f"{key} and {labels[label]} both map to label {label}", path=where
+            )
         labels[label] = key
         types.append(_NodeType(key, _norm(name), label, order, nodes))
     return types
@@ -183,7 +185,7 @@ class _Resolver:
             rtype, reverse = self(dst, _INVERSE_KEYS[_norm(key)], src)
             return rtype, not reverse
         parts = key.split("-")
-        if len(parts) == 3 and _norm(parts[0]) in self._by_name and _norm(parts[2]) in self._by_name:
+        if len(parts) == 3 and {_norm(parts[0]), _norm(parts[2])} <= self._by_name.keys():
             return self._hetionet(src, parts, dst)
         if _norm(key) == dst.name and src.name != dst.name:
             return self._pair(src, dst)
@@ -256,36 +258,61 @@ def read_grbench(path: str | Path, *, missing_neighbors: str = "error") -> Graph
     ``<type>_nodes`` table; ``"skip"`` drops such entries and logs how many were dropped.
     """
     if missing_neighbors not in ("error", "skip"):
-        raise ImportFormatError(f"missing_neighbors must be 'error' or 'skip', not {missing_neighbors!r}")
+        raise ImportFormatError(
+            f"missing_neighbors must be 'error' or 'skip', not {missing_neighbors!r}"
+        )
     where = str(path)
     types = _node_types(_load_json(Path(path)), where)
-    index = _index_ids(types, where)
-    resolve = _Resolver(types, where)
-    graph, edges, skipped = GraphData(), _Edges(), 0
+    reader = _Reader(types, where, skip_missing=missing_neighbors == "skip")
     for nt in types:
         for node_id, node in nt.nodes.items():
-            at = f"{nt.key}/{node_id}"
-            graph.add_node(nt.label, node_id, _properties(_section(node, "features", at, where), at, where))
-            for key, ids in _section(node, "neighbors", at, where).items():
-                if not isinstance(ids, list):
-                    raise ImportFormatError(f"{at}/neighbors/{key} must be a list of ids", path=where)
-                for raw_id in ids:
-                    target = index.get(_id_text(raw_id, at, where))
-                    if target is None:
-                        if missing_neighbors == "skip":
-                            skipped += 1
-                            continue
-                        raise ImportFormatError(
-                            f"{at}/neighbors/{key}: unknown node id {raw_id!r} (in no *_nodes table)",
-                            path=where,
-                        )
-                    rtype, reverse = resolve(nt, key, target)
-                    a, b = (nt.label, node_id), (target.label, str(raw_id))
-                    edges.add(rtype, (*b, *a) if reverse else (*a, *b))
-    if skipped:
-        log.warning("%s: skipped %d neighbor ids found in no *_nodes table", where, skipped)
-    edges.emit(graph)
-    return check_graph(graph, where)
+            reader.add(nt, node_id, node)
+    return reader.result()
+
+
+class _Reader:
+    """Accumulates nodes and (deduplicated) relationships, one GRBench node at a time."""
+
+    def __init__(self, types: list[_NodeType], where: str, *, skip_missing: bool) -> None:
+        self.where = where
+        self.index = _index_ids(types, where)
+        self.resolve = _Resolver(types, where)
+        self.skip_missing = skip_missing
+        self.skipped = 0
+        self.graph = GraphData()
+        self.edges = _Edges()
+
+    def add(self, nt: _NodeType, node_id: str, node: Any) -> None:
+        at, where = f"{nt.key}/{node_id}", self.where
+        features = _section(node, "features", at, where)
+        self.graph.add_node(nt.label, node_id, _properties(features, at, where))
+        for key, ids in _section(node, "neighbors", at, where).items():
+            if not isinstance(ids, list):
+                raise ImportFormatError(f"{at}/neighbors/{key} must be a list of ids", path=where)
+            for raw_id in ids:
+                other = _id_text(raw_id, at, where)
+                self._add_edge(nt, node_id, key, other, f"{at}/neighbors/{key}")
+
+    def _add_edge(self, nt: _NodeType, node_id: str, key: str, other: str, at: str) -> None:
+        target = self.index.get(other)
+        if target is None:
+            if self.skip_missing:
+                self.skipped += 1
+                return
+            raise ImportFormatError(
+                f"{at}: unknown node id {other!r} (in no *_nodes table)", path=self.where
+            )
+        rtype, reverse = self.resolve(nt, key, target)
+        a, b = (nt.label, node_id), (target.label, other)
+        self.edges.add(rtype, (*b, *a) if reverse else (*a, *b))
+
+    def result(self) -> GraphData:
+        if self.skipped:
+            log.warning(
+                "%s: skipped %d neighbor ids found in no *_nodes table", self.where, self.skipped
+            )
+        self.edges.emit(self.graph)
+        return check_graph(self.graph, self.where)
 
 
 def _id_text(raw_id: Any, at: str, where: str) -> str:

@@ -1,0 +1,420 @@
+"""One Graph-CoT episode: the environment a GraphDancer-style policy talks to.
+
+:class:`GraphCoTEnvironment` is shaped like TRL's ``environment_factory`` environments (one
+instance per rollout, ``reset(**row)``, typed tool methods with docstrings) without depending on
+TRL. It is driven in one of two ways:
+
+* **Tag protocol** (GraphDancer): the policy writes ``<think>…</think><graph>F[…]</graph>`` or
+  ``<think>…</think><answer>…</answer>``; :meth:`GraphCoTEnvironment.step` parses it
+  (:func:`~components.tools.protocol.parse_step`), runs the call and returns the environment's
+  reply ``"\\n\\n<information>…</information>\\n\\n"`` and whether the episode is over.
+* **Tool calls** (TRL ``environment_factory``): :meth:`retrieve_node`, :meth:`node_feature`,
+  :meth:`neighbour_check`, :meth:`node_degree` return the observation text; each call is one
+  round. TRL exposes *every* public method of the class as a tool, so pass
+  :func:`tool_environment_factory` (whose class has only ``reset`` and the four tools) to TRL,
+  not this class.
+
+**Rounds and the loop limit.** Every step is one round (a call, an invalid step, or the answer);
+round indices start at 1. As in GraphDancer's generation loop (``max_turns`` tool turns, then one
+final turn whose graph calls are not executed), the first ``max_rounds`` (``T_MAX`` = 10) rounds
+are executed; after that the policy gets one more step in which only an ``<answer>`` counts —
+anything else ends the episode as a **loop-limit halt** (``trace.halted``), unexecuted. With
+``final_answer_turn=False`` the episode halts right after the ``max_rounds``-th round instead.
+
+**Trace.** :attr:`GraphCoTEnvironment.trace` (:class:`EpisodeTrace`) records every round: the
+model text, the parsed step kind and reason, the :class:`~components.tools.graph_cot.GraphCall`
+(function, args, observation, error, returned node ids), format/call validity, then the final
+answer or the halt. It carries GraphDancer's counters: ``n_rounds`` (N), ``invalid_calls`` (I),
+``halted`` (L), ``valid_format`` (VF) and the per-round returned node ids ``U_t``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.tools.graph_cot import CallError, ErrorCode, GraphCall, GraphCoT, error_observation
+from components.tools.protocol import GRAPH_FUNCTIONS, Step, StepKind, canonical_function, parse_step
+
+__all__ = [
+    "T_MAX",
+    "EpisodeTrace",
+    "GraphCoTEnvironment",
+    "GraphCoTTools",
+    "RoundRecord",
+    "information_block",
+    "render_prompt",
+    "tool_environment_factory",
+]
+
+T_MAX = 10
+MALFORMED_OUTPUT = (
+    "This is a malformed output. Expect <think>...</think><graph>...</graph> or final "
+    "<think>...</think><answer>...</answer>."
+)
+EPISODE_OVER = "The episode is over: no more graph calls are executed."
+
+
+def information_block(observation: str) -> str:
+    """The environment's reply as inserted into the transcript (masked out of policy losses)."""
+    return f"\n\n<information>{observation}</information>\n\n"
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One round: what the model wrote, how it parsed, what ran and what came back."""
+
+    index: int  # 1-based
+    model_text: str | None  # None for a direct tool-method call
+    kind: StepKind
+    reason: str | None = None
+    call: GraphCall | None = None
+    observation: str = ""  # text inside <information>, "" for the answer step
+    executed: bool = False
+
+    @property
+    def valid_format(self) -> bool:
+        return self.kind is not StepKind.INVALID_FORMAT
+
+    @property
+    def valid_call(self) -> bool | None:
+        """True for a call that parsed and ran without error; ``None`` for the answer step."""
+        if self.kind is StepKind.ANSWER:
+            return None
+        return self.kind is StepKind.CALL and self.call is not None and self.call.ok
+
+    @property
+    def node_ids(self) -> tuple[str, ...]:
+        """``U_t``: node ids returned in this round."""
+        return self.call.node_ids if self.call is not None else ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "model_text": self.model_text,
+            "kind": str(self.kind),
+            "reason": self.reason,
+            "call": None if self.call is None else self.call.to_dict(),
+            "observation": self.observation,
+            "executed": self.executed,
+            "valid_format": self.valid_format,
+            "valid_call": self.valid_call,
+            "node_ids": list(self.node_ids),
+        }
+
+
+@dataclass
+class EpisodeTrace:
+    row: dict[str, Any] = field(default_factory=dict)
+    rounds: list[RoundRecord] = field(default_factory=list)
+    answer: str | None = None
+    halted: bool = False  # loop-limit halt
+    done: bool = False
+
+    @property
+    def answered(self) -> bool:
+        return self.answer is not None
+
+    @property
+    def n_rounds(self) -> int:
+        """N: graph-interaction rounds (every round but the answer)."""
+        return sum(1 for r in self.rounds if r.kind is not StepKind.ANSWER)
+
+    @property
+    def invalid_calls(self) -> int:
+        """I: rounds whose action was not a valid, successful call (answer excluded)."""
+        return sum(1 for r in self.rounds if r.valid_call is False)
+
+    @property
+    def valid_format(self) -> bool:
+        """VF: every round followed the tag structure and the episode ended with an answer."""
+        return self.answered and all(r.valid_format for r in self.rounds)
+
+    @property
+    def returned_node_ids(self) -> list[tuple[str, ...]]:
+        """``U_t`` per round, in round order."""
+        return [r.node_ids for r in self.rounds]
+
+    @property
+    def observations(self) -> list[str]:
+        return [r.observation for r in self.rounds if r.observation]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "row": dict(self.row),
+            "rounds": [r.to_dict() for r in self.rounds],
+            "answer": self.answer,
+            "halted": self.halted,
+            "done": self.done,
+            "n_rounds": self.n_rounds,
+            "invalid_calls": self.invalid_calls,
+            "valid_format": self.valid_format,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompt
+# ---------------------------------------------------------------------------------------------
+
+_PROMPT = """\
+Answer the question by exploring a graph, one step at a time. Each step is your reasoning inside \
+<think>...</think> followed by exactly one graph function call inside <graph>...</graph>; the \
+environment then replies inside <information>...</information>. When you know the answer, write \
+<think>...</think><answer>...</answer> instead of a graph call. You have at most {max_rounds} graph calls.
+
+Graph functions:
+{functions}
+
+Rules: reason only inside <think>; put nothing but one function call inside <graph>; never write \
+<information> yourself; answer with the requested values (e.g. names), not node IDs. A node ID is \
+written as returned by the functions (Label:id when an id exists under several labels). A \
+neighbor_type is a relationship type (outgoing; prefix <- for incoming, e.g. <-CITES) or the label \
+of the neighbouring nodes.
+
+Graph definition:
+{schema}
+{examples}
+Question: {question}"""
+
+
+def render_prompt(question: str, schema_text: str, *, examples: str = "", max_rounds: int = T_MAX) -> str:
+    """The task prompt: protocol, functions, rules, optional examples, schema, question."""
+    functions = "\n".join(f"  {s.usage()}  ## {s.description}" for s in GRAPH_FUNCTIONS.values())
+    block = f"\nHere are some examples:\n{examples}\n(END OF EXAMPLES)\n" if examples else ""
+    return _PROMPT.format(
+        max_rounds=max_rounds, functions=functions, schema=schema_text, examples=block, question=question
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment
+# ---------------------------------------------------------------------------------------------
+
+#: Which observation an invalid call gets, from the parser's reason (first match wins).
+_INVALID_CALL_CODES: tuple[tuple[Callable[[Step], bool], ErrorCode], ...] = (
+    (lambda s: s.reason is not None and s.reason.startswith("unknown function"), ErrorCode.UNKNOWN_FUNCTION),
+    (lambda s: s.reason is not None and " takes " in s.reason, ErrorCode.BAD_ARGUMENTS),
+    (lambda s: True, ErrorCode.NOT_A_CALL),
+)
+
+
+class GraphCoTEnvironment:
+    """A Graph-CoT episode over one :class:`~components.tools.graph_cot.GraphCoT` API.
+
+    The API (graph, index) is shared between environments; the episode state is per instance.
+    """
+
+    def __init__(
+        self,
+        api: GraphCoT,
+        *,
+        max_rounds: int = T_MAX,
+        final_answer_turn: bool = True,
+        require_think: bool = True,
+        prompt_on_reset: bool = True,
+        examples: str = "",
+    ) -> None:
+        if max_rounds < 1:
+            raise ValueError("max_rounds must be >= 1")
+        self.api = api
+        self.max_rounds = max_rounds
+        self.final_answer_turn = final_answer_turn
+        self.require_think = require_think
+        self.prompt_on_reset = prompt_on_reset
+        self.examples = examples
+        self.trace = EpisodeTrace()
+
+    # -- episode ---------------------------------------------------------------------------
+    def reset(self, **row: Any) -> str:
+        """Start a new episode for a dataset row; returns the task prompt for ``row["question"]``
+        (``""`` when the row has no question or ``prompt_on_reset`` is off)."""
+        self.trace = EpisodeTrace(row=dict(row))
+        question = row.get("question")
+        if not self.prompt_on_reset or not isinstance(question, str):
+            return ""
+        return render_prompt(
+            question, self.api.schema.to_text(counts=False), examples=self.examples, max_rounds=self.max_rounds
+        )
+
+    @property
+    def done(self) -> bool:
+        return self.trace.done
+
+    @property
+    def rounds_used(self) -> int:
+        return len(self.trace.rounds)
+
+    def _in_final_turn(self) -> bool:
+        return self.rounds_used >= self.max_rounds
+
+    def step(self, model_text: str) -> tuple[str, bool]:
+        """Consume one model step; returns ``(environment reply, done)``.
+
+        The reply is an ``<information>`` block for calls and invalid steps, ``""`` when the
+        episode ends (answer or loop-limit halt) or is already over.
+        """
+        if self.trace.done:
+            return "", True
+        step = parse_step(model_text, require_think=self.require_think)
+        index = self.rounds_used + 1
+        if step.kind is StepKind.ANSWER:
+            self._record(RoundRecord(index, model_text, step.kind))
+            self.trace.answer = step.answer
+            self.trace.done = True
+            return "", True
+        if self._in_final_turn():  # the extra turn after max_rounds: only an answer counts
+            self._record(RoundRecord(index, model_text, step.kind, step.reason, executed=False))
+            return self._halt()
+        call, executed = self._execute(step)
+        observation = call.observation if call is not None else MALFORMED_OUTPUT
+        self._record(RoundRecord(index, model_text, step.kind, step.reason, call, observation, executed))
+        if self._in_final_turn() and not self.final_answer_turn:
+            return self._halt()
+        return information_block(observation), False
+
+    def _execute(self, step: Step) -> tuple[GraphCall | None, bool]:
+        if step.kind is StepKind.CALL and step.function is not None:
+            return self.api.call(step.function, step.args), True
+        if step.kind is StepKind.INVALID_CALL:
+            code = next(c for match, c in _INVALID_CALL_CODES if match(step))
+            raw = step.raw_call or ""
+            name = raw.split("[", 1)[0].strip() if "[" in raw else raw.strip()
+            function = canonical_function(name) or name
+            error_text = error_observation(code, canonical_function(name))
+            call = GraphCall(function, (), error_text, CallError(code, step.reason or ""))
+            return call, False
+        return None, False
+
+    def _halt(self) -> tuple[str, bool]:
+        self.trace.halted = True
+        self.trace.done = True
+        return "", True
+
+    def _record(self, record: RoundRecord) -> None:
+        self.trace.rounds.append(record)
+
+    # -- tools (one round each) ------------------------------------------------------------
+    def _tool(self, function: str, *args: str) -> str:
+        if self.trace.done:
+            return EPISODE_OVER
+        if self._in_final_turn():
+            self._record(RoundRecord(self.rounds_used + 1, None, StepKind.CALL, "loop limit reached"))
+            self._halt()
+            return EPISODE_OVER
+        call = self.api.call(function, args)
+        self._record(
+            RoundRecord(self.rounds_used + 1, None, StepKind.CALL, None, call, call.observation, True)
+        )
+        return call.observation
+
+    def retrieve_node(self, text: str) -> str:
+        """Find the graph node that best matches a text, such as a name or a title.
+
+        Args:
+            text: Words describing the node to find, e.g. a person's name or a paper title.
+
+        Returns:
+            A sentence giving the ID of the best-matching node (or IDs, best first).
+        """
+        return self._tool("RetrieveNode", text)
+
+    def node_feature(self, node_id: str, feature: str) -> str:
+        """Read one attribute (property) of a node.
+
+        Args:
+            node_id: The node's ID, exactly as returned by another function.
+            feature: The attribute name, e.g. "name" or "year".
+
+        Returns:
+            A sentence giving the attribute's value.
+        """
+        return self._tool("NodeFeature", node_id, feature)
+
+    def neighbour_check(self, node_id: str, neighbor_type: str) -> str:
+        """List a node's neighbours of one type.
+
+        Args:
+            node_id: The node's ID, exactly as returned by another function.
+            neighbor_type: A relationship type (outgoing; prefix "<-" for incoming) or the label of the neighbouring nodes.
+
+        Returns:
+            A sentence listing the neighbours' IDs.
+        """
+        return self._tool("NeighborCheck", node_id, neighbor_type)
+
+    def node_degree(self, node_id: str, neighbor_type: str) -> str:
+        """Count a node's neighbours of one type.
+
+        Args:
+            node_id: The node's ID, exactly as returned by another function.
+            neighbor_type: A relationship type (outgoing; prefix "<-" for incoming) or the label of the neighbouring nodes.
+
+        Returns:
+            A sentence giving the number of neighbours.
+        """
+        return self._tool("NodeDegree", node_id, neighbor_type)
+
+
+class GraphCoTTools:
+    """The TRL-facing view of an episode: exactly ``reset`` and the four tools are public.
+
+    TRL lists an environment's public functions as tools, so the episode's ``step`` and trace
+    live on the wrapped :class:`GraphCoTEnvironment` (``.episode``), not here.
+    """
+
+    def __init__(self, episode: GraphCoTEnvironment) -> None:
+        self._episode = episode
+
+    @property
+    def episode(self) -> GraphCoTEnvironment:
+        return self._episode
+
+    def reset(self, **row: Any) -> str | None:
+        """Start an episode; returns the prompt text to append (``None`` when there is none)."""
+        return self._episode.reset(**row) or None
+
+    def retrieve_node(self, text: str) -> str:
+        """Find the graph node that best matches a text, such as a name or a title.
+
+        Args:
+            text: Words describing the node to find, e.g. a person's name or a paper title.
+        """
+        return self._episode.retrieve_node(text)
+
+    def node_feature(self, node_id: str, feature: str) -> str:
+        """Read one attribute (property) of a node.
+
+        Args:
+            node_id: The node's ID, exactly as returned by another function.
+            feature: The attribute name, e.g. "name" or "year".
+        """
+        return self._episode.node_feature(node_id, feature)
+
+    def neighbour_check(self, node_id: str, neighbor_type: str) -> str:
+        """List a node's neighbours of one type.
+
+        Args:
+            node_id: The node's ID, exactly as returned by another function.
+            neighbor_type: A relationship type (outgoing; prefix "<-" for incoming) or the label of the neighbouring nodes.
+        """
+        return self._episode.neighbour_check(node_id, neighbor_type)
+
+    def node_degree(self, node_id: str, neighbor_type: str) -> str:
+        """Count a node's neighbours of one type.
+
+        Args:
+            node_id: The node's ID, exactly as returned by another function.
+            neighbor_type: A relationship type (outgoing; prefix "<-" for incoming) or the label of the neighbouring nodes.
+        """
+        return self._episode.node_degree(node_id, neighbor_type)
+
+
+def tool_environment_factory(api: GraphCoT, **options: Any) -> Callable[[], GraphCoTTools]:
+    """A zero-argument factory for TRL's ``environment_factory`` (one instance per rollout).
+
+    ``options`` go to :class:`GraphCoTEnvironment` (``prompt_on_reset`` defaults to False here:
+    the dataset's prompt usually carries the question already).
+    """
+    opts: Mapping[str, Any] = {"prompt_on_reset": False, **options}
+    return lambda: GraphCoTTools(GraphCoTEnvironment(api, **opts))

@@ -1,0 +1,201 @@
+"""The sandbox contains hostile code, keeps evidence unforgeable, and the parent survives.
+
+Every test runs real code in the real child process against a real Ladybug database through
+the real read-only query path; the database fingerprint is checked unchanged afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from components.cypher.query_path import ReadOnlyQueryPath
+from components.graph.ladybug import LadybugBackend
+from components.tools.sandbox import SandboxEpisode, SandboxLimits
+from components.tools.traced import result_hash
+
+LIMITS = SandboxLimits(cell_timeout_s=3.0, cpu_s=10, memory_mb=384, output_bytes=2000)
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory):
+    from components.graph.load import load_graph
+    from tests.conftest import contract_graph
+
+    path = tmp_path_factory.mktemp("sandbox") / "db"
+    load_graph(contract_graph(), path)
+    with LadybugBackend(path) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def fingerprint(backend) -> str:
+    return backend.fingerprint()
+
+
+@pytest.fixture()
+def episode(backend, fingerprint):
+    ep = SandboxEpisode(ReadOnlyQueryPath(backend, schema=backend.schema()), schema=backend.schema(), limits=LIMITS)
+    yield ep
+    ep.close()
+    assert backend.fingerprint() == fingerprint  # the graph is never changed
+
+
+def test_persistent_interpreter_traced_results_and_evidence(episode) -> None:
+    r1 = episode.run("r = cypher('MATCH (p:Person) WHERE p.age > $min RETURN p.name AS name ORDER BY name', min=30)")
+    assert r1.ok, r1.error
+    assert episode.isolation and episode.isolation.startswith("seccomp")
+    (t,) = r1.traced
+    assert t.columns == ("name",) and t.rows == (("Ann",), ("Bob",), ("Dan",))
+    assert t.ordered and not t.truncated and t.params == {"min": 30}
+    r2 = episode.run("print(len(r), r.rows[0][0]); mark_evidence(r)")
+    assert r2.ok and r2.stdout == "3 Ann\n"
+    assert r2.evidence == [t.id] and episode.evidence_results() == [t]
+
+
+def test_select_schema_shows_directions(episode) -> None:
+    res = episode.run("s = select_schema(); print(s['text'])")
+    assert res.ok
+    assert "(:Person)-[:WORKS_AT {since: INT64}]->(:Company)" in res.stdout
+
+
+def test_truncation_keeps_200_rows_and_fetches_one_more(episode) -> None:
+    res = episode.run(
+        "a = cypher('UNWIND range(1, 200) AS x RETURN x')\n"
+        "b = cypher('UNWIND range(1, 201) AS x RETURN x')\n"
+        "print(a.row_count, a.truncated, b.row_count, b.truncated)"
+    )
+    assert res.ok and res.stdout == "200 False 200 True\n"
+
+
+def test_hash_is_multiset_for_unordered_and_sequence_for_ordered(episode) -> None:
+    res = episode.run(
+        "u1 = cypher('UNWIND [3, 1, 2] AS x RETURN x')\n"
+        "u2 = cypher('UNWIND [1, 2, 3] AS x RETURN x')\n"
+        "o1 = cypher('UNWIND [3, 1, 2] AS x RETURN x ORDER BY x')\n"
+        "o2 = cypher('UNWIND [3, 1, 2] AS x RETURN x ORDER BY x DESC')\n"
+        "print(u1.result_hash == u2.result_hash, o1.result_hash == o2.result_hash, u1.ordered, o1.ordered)"
+    )
+    assert res.ok and res.stdout == "True False False True\n"
+    assert result_hash(["x"], [[1], [2]], False) == result_hash(["x"], [[2], [1]], False)
+
+
+HOSTILE = {
+    "shell": "cypher.__globals__['os'].system('touch /tmp/gd_pwned_shell')",
+    "subprocess_import": "import subprocess",
+    "subprocess_via_internals": "cypher.__globals__['os'].execv('/bin/sh', ['sh', '-c', 'touch /tmp/gd_pwned_exec'])",
+    "file_read": "print(open('/etc/passwd').read())",
+    "file_read_internals": "print(cypher.__globals__['os'].open('/etc/passwd', 0))",
+    "file_write_internals": "cypher.__globals__['os'].open('/tmp/gd_pwned_write', 0o101)",
+    "socket_via_internals": "ctypes = cypher.__globals__['ctypes']; libc = ctypes.CDLL(None, use_errno=True)\nassert libc.socket(2, 1, 0) >= 0, 'socket denied'",
+    "fork": "cypher.__globals__['os'].fork()",
+    "kill_parent": "os = cypher.__globals__['os']; os.kill(os.getppid(), 9)",
+    "ctypes_open": "ctypes = cypher.__globals__['ctypes']; libc = ctypes.CDLL(None)\nassert libc.open(b'/etc/passwd', 0) >= 0, 'open denied'",
+    "reach_database": "sys = cypher.__globals__['sys']; sys.path.append(" + repr(str(Path(os.__file__).parent)) + " + '/site-packages')\nimport ladybug",
+    "raise_limits": "resource = cypher.__globals__['resource']; resource.setrlimit(resource.RLIMIT_AS, (-1, -1))",
+    "sys_exit": "raise SystemExit(3)",
+    "recursion": "def f(n):\n    return f(n + 1)\nf(0)",
+    "memory_bomb": "x = bytearray(2 ** 33)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_code_is_contained(episode, name: str) -> None:
+    res = episode.run(HOSTILE[name])
+    assert not res.ok, f"{name} was not refused: {res}"
+    assert res.error and res.error["code"] and res.error["message"]
+    # the episode's interpreter survives errors raised inside it
+    assert episode.run("print('alive')").stdout == "alive\n"
+    for leftover in ("/tmp/gd_pwned_shell", "/tmp/gd_pwned_exec", "/tmp/gd_pwned_write"):
+        assert not os.path.exists(leftover)
+
+
+def test_environment_is_empty(episode, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEO4J_PASSWORD", "secret")
+    res = episode.run("print(dict(cypher.__globals__['os'].environ))")
+    assert res.ok and res.stdout == "{}\n"
+
+
+def test_infinite_loop_ends_the_episode_with_timeout(episode) -> None:
+    res = episode.run("while True:\n    pass")
+    assert not res.ok and res.error["code"] == "timeout" and not res.episode_alive
+    after = episode.run("print(1)")
+    assert after.error["code"] == "episode_ended"
+
+
+def test_hard_crash_ends_the_episode_cleanly(episode) -> None:
+    res = episode.run("ctypes = cypher.__globals__['ctypes']; ctypes.string_at(0)")
+    assert not res.ok and res.error["code"] == "crashed" and not res.episode_alive
+
+
+def test_raw_exit_ends_the_episode_cleanly(episode) -> None:
+    res = episode.run("cypher.__globals__['os']._exit(7)")
+    assert res.error == {"code": "exited", "message": "the sandbox process exited (status 7)"}
+
+
+def test_huge_output_is_capped(episode) -> None:
+    res = episode.run("print('y' * 10**6)\ncypher.__globals__['os'].write(1, b'z' * 10**6)")
+    assert res.ok and res.stdout_truncated and len(res.stdout) == LIMITS.output_bytes
+
+
+def test_cpu_limit(backend) -> None:
+    limits = SandboxLimits(cell_timeout_s=30, cpu_s=1)
+    with SandboxEpisode(ReadOnlyQueryPath(backend), limits=limits) as ep:
+        res = ep.run("n = 0\nwhile True:\n    n += 1")
+    assert res.error["code"] == "cpu_limit"
+
+
+FORGERIES = {
+    "hand_built": "t = TracedResult(id=r.id, query=r.query, params=r.params, columns=r.columns, rows=r.rows, row_count=r.row_count, truncated=r.truncated, ordered=r.ordered, result_hash=r.result_hash)\nmark_evidence(t)",
+    "plain_list": "mark_evidence([('Ann',)])",
+    "subclass": "class T(TracedResult):\n    __slots__ = ()\nmark_evidence(T(**{k: getattr(r, k) for k in TracedResult.__slots__}))",
+    "copied": "import copy\nmark_evidence(copy.copy(r))",
+    "pickled": "cls, args = r.__reduce_ex__(2)[:2]\nmark_evidence(cls(*args))",
+    "deep_copied": "import copy\nmark_evidence(copy.deepcopy(r))",
+    "edited_rows": "object.__setattr__(r, 'rows', (('Zed',),))\nmark_evidence(r)",
+    "edited_hash_and_rows": "object.__setattr__(r, 'rows', (('Zed',),)); object.__setattr__(r, 'result_hash', '0' * 32)\nmark_evidence(r)",
+    "registered_forgery": "t = TracedResult(id=r.id, query=r.query, params=r.params, columns=r.columns, rows=(('Zed',),), row_count=1, truncated=False, ordered=False, result_hash=r.result_hash)\nmark_evidence.__globals__['_GENUINE'][id(t)] = (t, r.id)\nmark_evidence(t)",
+    "other_episode_id": "t = TracedResult(id='someone-else:q1', query=r.query, params=r.params, columns=r.columns, rows=r.rows, row_count=r.row_count, truncated=False, ordered=False, result_hash=r.result_hash)\nmark_evidence.__globals__['_GENUINE'][id(t)] = (t, t.id)\nmark_evidence(t)",
+    "raw_protocol_message": "send = mark_evidence.__globals__['_request']\nsend({'op': 'mark_evidence', 'results': [{'id': 'x:q9', 'rows': []}]})",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_forged_or_tampered_evidence_is_rejected(episode, name: str) -> None:
+    assert episode.run("r = cypher('MATCH (p:Person) RETURN p.name AS n')").ok
+    res = episode.run(FORGERIES[name])
+    assert not res.ok
+    assert episode.evidence == []
+
+
+def test_evidence_from_another_episode_is_rejected(backend) -> None:
+    path = ReadOnlyQueryPath(backend)
+    with SandboxEpisode(path, limits=LIMITS) as a, SandboxEpisode(path, limits=LIMITS) as b:
+        assert a.run("r = cypher('RETURN 1 AS one')").ok
+        stolen = a.registry[next(iter(a.registry))].to_json()
+        res = b.run(
+            f"t = TracedResult(**{{**{stolen!r}, 'columns': ('one',), 'rows': ((1,),)}})\n"
+            "mark_evidence.__globals__['_GENUINE'][id(t)] = (t, t.id)\nmark_evidence(t)"
+        )
+        assert res.error["code"] == "forged_evidence" and b.evidence == []
+
+
+UNSAFE = [
+    "CREATE (:City {id: 'x'})",
+    "MATCH (p:Person) SET p.age = 1",
+    "MATCH (p:Person) DETACH DELETE p",
+    "LOAD FROM '/etc/passwd' (file_format='csv') RETURN *",
+    "LOAD CSV FROM 'file:///etc/passwd' AS l RETURN l",
+    "CALL db.labels()",
+    "MATCH (n) RETURN n; MATCH (m) DELETE m",
+]
+
+
+@pytest.mark.parametrize("query", UNSAFE)
+def test_unsafe_cypher_is_an_error_result(episode, query: str) -> None:
+    res = episode.run(f"cypher({query!r})")
+    assert not res.ok
+    assert res.error["code"] in {"unsafe_query", "syntax_error"}, res.error
+    assert episode.calls[-1]["ok"] is False
