@@ -116,6 +116,28 @@ def _cmd_graph_query(args: argparse.Namespace) -> int:
         backend.close()
 
 
+# -- tools -----------------------------------------------------------------------------------
+def _cmd_sandbox_run(args: argparse.Namespace) -> int:
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.tools.sandbox import SandboxEpisode, SandboxLimits
+
+    code = Path(args.code).read_text(encoding="utf-8")
+    backend = _open(args.db)
+    try:
+        schema = backend.schema()
+        limits = SandboxLimits(cell_timeout_s=args.timeout)
+        with SandboxEpisode(ReadOnlyQueryPath(backend, schema=schema), schema=schema, limits=limits) as ep:
+            res = ep.run(code)
+            out = res.to_json()
+            out["traced"] = [t.to_json() for t in ep.registry.values()]
+            out["evidence"] = [t.to_json() for t in ep.evidence_results()]
+            out["isolation"] = ep.isolation
+    finally:
+        backend.close()
+    _emit(out)
+    return 0 if res.ok else 1
+
+
 # -- pipeline ------------------------------------------------------------------------------
 def _dagster_home() -> Path:
     from assets.resources import PROJECT_ROOT
@@ -197,6 +219,13 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--params", help="JSON object of parameters (with --query)")
     q.add_argument("--limit", type=int, default=None, help="max rows per query (sets 'truncated')")
     q.set_defaults(func=_cmd_graph_query)
+
+    sb = sub.add_parser("sandbox", help="the Python + Cypher sandbox").add_subparsers(dest="sandbox_command", required=True)
+    sbr = sb.add_parser("run", help="run a Python file in a fresh sandbox episode")
+    sbr.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
+    sbr.add_argument("--code", required=True, help="Python file to run")
+    sbr.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds (default 10)")
+    sbr.set_defaults(func=_cmd_sandbox_run)
 
     demo = sub.add_parser("demo", help="materialize every asset of the default demo domain")
     demo.add_argument("--domain", default=None, help="another configured domain")

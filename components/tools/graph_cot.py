@@ -87,6 +87,8 @@ __all__ = [
 DEFAULT_ROW_LIMIT = 50
 DEGREE_ROW_CAP = 100_000  # rows fetched to count a union of several triples
 Direction = Literal["out", "in"]
+#: What a function implementation returns: observation, returned ids, subject, truncated.
+_Result = tuple[str, tuple[str, ...], str | None, bool]
 
 
 class ErrorCode(StrEnum):
@@ -258,12 +260,14 @@ def resolve_neighbor_type(schema: GraphSchema, label: str, neighbor_type: str) -
     docstring); empty when it names nothing reachable from that label.
 
     >>> from components.graph.schema import NodeLabel, RelType, Triple
-    >>> s = GraphSchema.build([NodeLabel("A", {}), NodeLabel("P", {})],
-    ...     [RelType("WROTE", (Triple("A", "WROTE", "P"),))])
-    >>> resolve_neighbor_type(s, "P", "wrote")
-    (Hop(rel_type='WROTE', direction='in', label='A'),)
-    >>> resolve_neighbor_type(s, "A", "papers")
-    (Hop(rel_type='WROTE', direction='out', label='P'),)
+    >>> s = GraphSchema.build([NodeLabel("Author", {}), NodeLabel("Paper", {})],
+    ...     [RelType("WROTE", (Triple("Author", "WROTE", "Paper"),))])
+    >>> resolve_neighbor_type(s, "Paper", "wrote")
+    (Hop(rel_type='WROTE', direction='in', label='Author'),)
+    >>> resolve_neighbor_type(s, "Author", "papers")
+    (Hop(rel_type='WROTE', direction='out', label='Paper'),)
+    >>> resolve_neighbor_type(s, "Author", "<-WROTE")
+    ()
     """
     m = _ARROWED.match(neighbor_type.strip())
     if m is None:
@@ -338,7 +342,7 @@ class GraphCoT:
         self.row_limit = row_limit
         self._labels_ci = {lb.lower(): lb for lb in self.schema.labels}
         self._ambiguous: frozenset[str] | None = None
-        self._functions: Mapping[str, Callable[..., tuple[str, tuple[str, ...], str | None, bool]]] = {
+        self._functions: Mapping[str, Callable[..., _Result]] = {
             "RetrieveNode": self._retrieve_node,
             "NodeFeature": self._node_feature,
             "NeighborCheck": self._neighbor_check,
@@ -414,14 +418,20 @@ class GraphCoT:
             return f"{key.label}:{key.id}"
         return key.id
 
-    def _exists(self, label: str, node_id: str) -> bool:
+    def _pk_value(self, label: str, node_id: str) -> Any:
+        """The id as the label's primary-key type (``None`` when it cannot be one)."""
         nl = self.schema.labels[label]
         cast = _PK_CASTS.get(nl.properties.get(nl.primary_key, "STRING"), str)
         try:
-            value = cast(node_id)
+            return cast(node_id)
         except ValueError:
+            return None
+
+    def _exists(self, label: str, node_id: str) -> bool:
+        value = self._pk_value(label, node_id)
+        if value is None:
             return False
-        pk = quote_identifier(nl.primary_key)
+        pk = quote_identifier(self.schema.labels[label].primary_key)
         result = self.query.run(
             f"MATCH (n:{quote_identifier(label)}) WHERE n.{pk} = $id RETURN n.{pk} AS id",
             {"id": value},
@@ -444,7 +454,7 @@ class GraphCoT:
         raise _CallFailed(ErrorCode.UNKNOWN_NODE, f"no node with id {text!r}")
 
     # -- functions -------------------------------------------------------------------------
-    def _retrieve_node(self, text: str) -> tuple[str, tuple[str, ...], str | None, bool]:
+    def _retrieve_node(self, text: str) -> _Result:
         if self.index is None:
             raise _CallFailed(ErrorCode.NO_INDEX, "no node index is configured for RetrieveNode")
         hits = self.index.search(text, self.top_k)
@@ -455,18 +465,17 @@ class GraphCoT:
             return f"The ID of this retrieval target node is {ids[0]}.", ids, None, False
         return f"The IDs of the retrieval target nodes are: {list(ids)}.", ids, None, False
 
-    def _node_feature(self, node_id: str, feature: str) -> tuple[str, tuple[str, ...], str | None, bool]:
+    def _node_feature(self, node_id: str, feature: str) -> _Result:
         key = self.resolve_node(node_id)
         props = {p.lower(): p for p in self.schema.labels[key.label].properties}
-        prop = props.get(feature.lower())
+        prop = props.get(feature.lower())  # feature names are matched case-insensitively
         if prop is None:
             raise _CallFailed(ErrorCode.UNKNOWN_FEATURE, f"label {key.label} has no property {feature!r}")
-        nl = self.schema.labels[key.label]
-        pk = quote_identifier(nl.primary_key)
+        pk = quote_identifier(self.schema.labels[key.label].primary_key)
         result = self.query.run(
             f"MATCH (n:{quote_identifier(key.label)}) WHERE n.{pk} = $id "
             f"RETURN n.{quote_identifier(prop)} AS value",
-            {"id": _PK_CASTS.get(nl.properties.get(nl.primary_key, "STRING"), str)(key.id)},
+            self._param(key),
             limit=1,
         )
         value = result.rows[0][0] if result.rows else None
@@ -494,8 +503,7 @@ class GraphCoT:
         )
 
     def _param(self, key: NodeKey) -> dict[str, Any]:
-        nl = self.schema.labels[key.label]
-        return {"id": _PK_CASTS.get(nl.properties.get(nl.primary_key, "STRING"), str)(key.id)}
+        return {"id": self._pk_value(key.label, key.id)}
 
     def _neighbors(self, key: NodeKey, hops: Iterable[Hop], limit: int) -> tuple[list[NodeKey], bool]:
         seen: dict[NodeKey, None] = {}
@@ -513,7 +521,7 @@ class GraphCoT:
             keys, truncated = keys[:limit], True
         return keys, truncated
 
-    def _neighbor_check(self, node_id: str, neighbor_type: str) -> tuple[str, tuple[str, ...], str | None, bool]:
+    def _neighbor_check(self, node_id: str, neighbor_type: str) -> _Result:
         key = self.resolve_node(node_id)
         keys, truncated = self._neighbors(key, self._hops(key, neighbor_type), self.row_limit)
         ids = tuple(self.render_id(k) for k in keys)
@@ -522,7 +530,7 @@ class GraphCoT:
             text += f" Only the first {len(ids)} neighbors are shown."
         return text, ids, self.render_id(key), truncated
 
-    def _node_degree(self, node_id: str, neighbor_type: str) -> tuple[str, tuple[str, ...], str | None, bool]:
+    def _node_degree(self, node_id: str, neighbor_type: str) -> _Result:
         key = self.resolve_node(node_id)
         by_label: dict[str, list[Hop]] = {}
         for hop in self._hops(key, neighbor_type):

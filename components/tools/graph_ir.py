@@ -70,7 +70,7 @@ from typing import Any, Union
 
 import networkx as nx
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import csr_array
 
 __all__ = [
@@ -947,6 +947,18 @@ def _greedy_clique(adj: list[int]) -> list[int]:
     return sorted(best)
 
 
+def _clique_bound(adj: list[int], deadline: _Deadline) -> list[int]:
+    """A maximum clique (exact unless the deadline passes; then the best clique seen). The
+    greedy high-degree clique is preferred when it is as large: pre-colouring high-degree
+    vertices makes the DSATUR search markedly smaller on dense graphs."""
+    greedy, search = _greedy_clique(adj), _MaxClique(adj, deadline)
+    try:
+        found = search.find((1 << len(adj)) - 1) or []
+    except _Timeout:
+        found = sorted(search.old[v] for v in search.best)
+    return greedy if len(greedy) >= len(found) else found
+
+
 def _bits(mask: int) -> Iterable[int]:
     while mask:
         low = mask & -mask
@@ -957,23 +969,26 @@ def _bits(mask: int) -> Iterable[int]:
 class _DsaturBnB:
     """Exact colouring: DSATUR branch and bound (Brélaz 1979) seeded with a clique.
 
-    Vertices of the clique get colours ``0..|C|-1``; the search then always branches on the
-    uncoloured vertex of maximum saturation (ties: most uncoloured neighbours, then lowest
-    index), trying used colours in ascending order and one new colour while it can still beat
-    the incumbent. It stops as soon as the incumbent matches the clique bound.
+    Vertices of a maximum clique get colours ``0..ω-1`` (ω is also the lower bound); the search
+    then always branches on the uncoloured vertex of maximum saturation (ties: most uncoloured
+    neighbours, then lowest index), trying used colours in ascending order and one new colour
+    while it can still beat the incumbent (initially the greedy DSATUR colouring). It stops as
+    soon as the incumbent matches the clique bound, or when the search space is exhausted.
     """
 
     CHECK_EVERY = 1024
+    _SAT, _DEG = 1 << 20, 1 << 10          # key = saturation | uncoloured degree | -index
 
     def __init__(self, adj: list[int], deadline: _Deadline) -> None:
         self.adj, self.n, self.deadline = adj, len(adj), deadline
-        self.clique = _greedy_clique(adj)
+        self.clique = _clique_bound(adj, deadline)
         self.lower = len(self.clique)
         self.best = _dsatur_greedy(adj)
         self.best_k = max(self.best, default=-1) + 1
         self.color = [-1] * self.n
         self.count = [[0] * (self.best_k + 1) for _ in range(self.n)]
         self.sat = [0] * self.n
+        self.key = [a.bit_count() * self._DEG + (self._DEG - 1 - v) for v, a in enumerate(adj)]
         self.uncolored = (1 << self.n) - 1
         self.nodes = 0
 
@@ -992,21 +1007,24 @@ class _DsaturBnB:
     def _assign(self, v: int, c: int) -> None:
         self.color[v] = c
         self.uncolored &= ~(1 << v)
+        bit, key, sat, count = 1 << c, self.key, self.sat, self.count
         for u in _bits(self.adj[v] & self.uncolored):
-            self.count[u][c] += 1
-            self.sat[u] |= 1 << c
+            if not count[u][c]:
+                sat[u] |= bit
+                key[u] += self._SAT
+            count[u][c] += 1
+            key[u] -= self._DEG
 
     def _unassign(self, v: int, c: int) -> None:
+        bit, key, sat, count = 1 << c, self.key, self.sat, self.count
         for u in _bits(self.adj[v] & self.uncolored):
-            self.count[u][c] -= 1
-            if not self.count[u][c]:
-                self.sat[u] &= ~(1 << c)
+            count[u][c] -= 1
+            if not count[u][c]:
+                sat[u] &= ~bit
+                key[u] -= self._SAT
+            key[u] += self._DEG
         self.uncolored |= 1 << v
         self.color[v] = -1
-
-    def _pick(self) -> int:
-        unc = self.uncolored
-        return max(_bits(unc), key=lambda u: (self.sat[u].bit_count(), (self.adj[u] & unc).bit_count(), -u))
 
     def _search(self, done: int, used: int) -> bool:
         self.nodes += 1
@@ -1015,7 +1033,7 @@ class _DsaturBnB:
         if done == self.n:
             self.best, self.best_k = self.color[:], used
             return used <= self.lower
-        v = self._pick()
+        v = max(_bits(self.uncolored), key=self.key.__getitem__)
         for c in range(used + 1):
             if max(used, c + 1) >= self.best_k:  # cannot beat the (possibly improved) incumbent
                 break
@@ -1072,19 +1090,36 @@ class _Milp:
     x: np.ndarray | None
 
 
+def _rows_matrix(rows: list[dict[int, float]], n: int) -> csr_array:
+    data = [v for r in rows for v in r.values()]
+    cols = [c for r in rows for c in r]
+    ptr = np.cumsum([0] + [len(r) for r in rows])
+    return csr_array((data, cols, ptr), shape=(len(rows), n))
+
+
+def _lp_constraints(a: csr_array, lo: list[float], hi: list[float]) -> dict[str, Any]:
+    """``lo <= a x <= hi`` in linprog's form, for rows with non-negative coefficients over
+    ``x >= 0`` (so a lower bound <= 0 is implied and dropped)."""
+    lo_a, hi_a = np.asarray(lo, float), np.asarray(hi, float)
+    eq = lo_a == hi_a
+    if (~eq & (lo_a > 0)).any():
+        raise ValueError("only equality rows or rows with a lower bound <= 0 are supported")
+    out: dict[str, Any] = {}
+    if eq.any():
+        out["A_eq"], out["b_eq"] = a[eq], hi_a[eq]
+    ub = ~eq & np.isfinite(hi_a)
+    if ub.any():
+        out["A_ub"], out["b_ub"] = a[ub], hi_a[ub]
+    return out
+
+
 def _run_milp(cost: np.ndarray, rows: list[dict[int, float]], lo: list[float], hi: list[float],
               var_lo: np.ndarray, var_hi: np.ndarray, dl: _Deadline) -> _Milp:
     """Binary MILP with HiGHS (scipy), gap 0, under the remaining time budget."""
     if dl.expired():
         return _Milp("timeout", None)
     n = len(cost)
-    constraints = []
-    if rows:
-        data = [v for r in rows for v in r.values()]
-        cols = [c for r in rows for c in r]
-        ptr = np.cumsum([0] + [len(r) for r in rows])
-        a = csr_array((data, cols, ptr), shape=(len(rows), n))
-        constraints.append(LinearConstraint(a, lo, hi))
+    constraints = [LinearConstraint(_rows_matrix(rows, n), lo, hi)] if rows else []
     res = milp(cost, integrality=np.ones(n), bounds=Bounds(var_lo, var_hi), constraints=constraints,
                options={"time_limit": max(dl.remaining(), 1e-3), "mip_rel_gap": 0.0,
                         "presolve": True})
@@ -1096,65 +1131,137 @@ def _run_milp(cost: np.ndarray, rows: list[dict[int, float]], lo: list[float], h
     return _Milp("timeout", x)
 
 
+# ---- maximum clique (used by vertex cover and as the colouring lower bound) ---------------
+
+
+class _Found(Exception):
+    pass
+
+
+class _MaxClique:
+    """Exact maximum clique by bitset branch and bound (Tomita–Seki MCQ: greedy colouring bound,
+    vertices renumbered by non-increasing degree; San Segundo's bitset encoding).
+
+    ``find(cand)`` returns a maximum clique inside the vertex set ``cand`` (a bitmask of original
+    indices); ``find(cand, target)`` returns the first clique of size >= ``target`` or ``None``.
+    Raises :class:`_Timeout` when the deadline passes; ``best`` then holds the incumbent.
+    """
+
+    CHECK_EVERY = 1024
+
+    def __init__(self, adj: list[int], deadline: _Deadline) -> None:
+        n = len(adj)
+        self.deadline = deadline
+        self.old = sorted(range(n), key=lambda v: (-adj[v].bit_count(), v))   # new -> old
+        new = {v: i for i, v in enumerate(self.old)}
+        self.adj = [sum(1 << new[u] for u in _bits(adj[v])) for v in self.old]
+        self.to_new = new
+        self.best: list[int] = []
+        self.nodes = 0
+
+    def find(self, cand: int, target: int = 0) -> list[int] | None:
+        p = sum(1 << self.to_new[v] for v in _bits(cand))
+        self.best, self.best_size, self.target = [], max(0, target - 1), target
+        try:
+            self._expand([], p)
+        except _Found:
+            pass
+        if target and len(self.best) < target:
+            return None
+        return sorted(self.old[v] for v in self.best)
+
+    def _color_sort(self, p: int) -> tuple[list[int], list[int]]:
+        order: list[int] = []
+        colors: list[int] = []
+        k = 0
+        while p:
+            k += 1
+            q = p
+            while q:
+                low = q & -q
+                v = low.bit_length() - 1
+                q &= ~(self.adj[v] | low)
+                p ^= low
+                order.append(v)
+                colors.append(k)
+        return order, colors
+
+    def _expand(self, r: list[int], p: int) -> None:
+        self.nodes += 1
+        if self.nodes % self.CHECK_EVERY == 1 and self.deadline.expired():
+            raise _Timeout
+        order, colors = self._color_sort(p)
+        for idx in range(len(order) - 1, -1, -1):
+            if len(r) + colors[idx] <= self.best_size:
+                return
+            v = order[idx]
+            r.append(v)
+            sub = p & self.adj[v]
+            if sub:
+                self._expand(r, sub)
+            elif len(r) > self.best_size:
+                self.best, self.best_size = r[:], len(r)
+                if self.target and self.best_size >= self.target:
+                    raise _Found
+            r.pop()
+            p &= ~(1 << v)
+
+
 # ---- vertex cover --------------------------------------------------------------------------
 
 
-def _cover_ok(edges: list[tuple[int, int]], x: np.ndarray) -> bool:
-    return all(x[i] or x[j] for i, j in edges)
-
-
 def _solve_vertex_cover(ir: GraphIR, g: _Indexed, opts: SolveOptions, dl: _Deadline) -> SolverResult:
+    """Minimum cover = complement of a maximum independent set = a maximum clique of the
+    complement graph; then the lexicographically smallest minimum cover by greedy fixing."""
     n = len(g.names)
-    edges = sorted({(min(i, j), max(i, j)) for i, j in g.weight})
-    method = "milp-highs"
-    lo, hi = np.zeros(n), np.array([1.0 if g.und[i] else 0.0 for i in range(n)])
-    rows = [{i: 1.0, j: 1.0} for i, j in edges]
-    first = _run_milp(np.ones(n), rows, [1.0] * len(rows), [np.inf] * len(rows), lo, hi, dl)
-    if first.status != "optimal":
-        return _vc_timeout(ir, g, first, edges)
-    x, size = first.x, int(first.x.sum())
-    x, canonical = _lex_min_cover(n, rows, size, x, lo.copy(), hi.copy(), dl)
-    return _vc_result(ir, g, x, size, "ok", True, canonical, method)
+    everyone = (1 << n) - 1
+    comp = [everyone & ~g.und[v] & ~(1 << v) for v in range(n)]
+    clique = _MaxClique(comp, dl)
+    try:
+        indep = clique.find(everyone)
+    except _Timeout:
+        best = {clique.old[v] for v in clique.best}
+        return _vc_result(ir, g, [v for v in range(n) if v not in best], "timeout", False, False)
+    assert indep is not None
+    cover, canonical = _lex_min_cover(n, comp, clique, set(indep))
+    return _vc_result(ir, g, cover, "ok", True, canonical)
 
 
-def _lex_min_cover(n: int, rows: list[dict[int, float]], size: int, x: np.ndarray,
-                   lo: np.ndarray, hi: np.ndarray, dl: _Deadline) -> tuple[np.ndarray, bool]:
-    """Greedy fixing in natural order: include node i whenever a minimum cover with the fixed
-    prefix still contains it. Yields the lexicographically smallest minimum cover."""
-    rows = rows + [{i: 1.0 for i in range(n)}]
-    rlo = [1.0] * (len(rows) - 1) + [size]
-    rhi = [np.inf] * (len(rows) - 1) + [size]
-    for i in range(n):
-        if hi[i] == 0:
-            continue
-        if not x[i]:
-            trial_lo = lo.copy()
-            trial_lo[i] = 1.0
-            res = _run_milp(np.zeros(n), rows, rlo, rhi, trial_lo, hi, dl)
-            if res.status == "timeout":
-                return x, False
-            if res.status == "optimal":
-                x = res.x
-        lo[i] = hi[i] = float(x[i])
-    return x, True
+def _lex_min_cover(n: int, comp: list[int], clique: _MaxClique, indep: set[int]
+                   ) -> tuple[list[int], bool]:
+    """Greedy fixing in natural order: put node i in the cover whenever a maximum independent set
+    avoiding i (and respecting the earlier decisions) still exists. The result is the
+    lexicographically smallest minimum cover. ``indep`` is always a witness for the decisions."""
+    need, cand = len(indep), (1 << n) - 1       # nodes that may still join the independent set
+    chosen = 0                                  # nodes fixed into the independent set
+    try:
+        for i in range(n):
+            if not cand >> i & 1:
+                continue
+            if i in indep:
+                found = clique.find(cand & ~(1 << i), need)
+                if found is None:                 # i is in every remaining maximum set
+                    chosen |= 1 << i
+                    need -= 1
+                    cand &= comp[i]
+                    continue
+                indep = set(found) | set(_bits(chosen))
+            cand &= ~(1 << i)
+    except _Timeout:
+        return [v for v in range(n) if v not in indep], False
+    return [v for v in range(n) if v not in indep], True
 
 
-def _vc_timeout(ir: GraphIR, g: _Indexed, res: _Milp, edges: list[tuple[int, int]]) -> SolverResult:
-    x = res.x if res.x is not None and _cover_ok(edges, res.x) else None
-    if x is None:
-        x = np.array([1 if g.und[i] else 0 for i in range(len(g.names))])
-    return _vc_result(ir, g, x, int(x.sum()), "timeout", False, False, "milp-highs")
-
-
-def _vc_result(ir: GraphIR, g: _Indexed, x: np.ndarray, size: int, status: str, optimal: bool,
-               canonical: bool, method: str) -> SolverResult:
-    cover = [g.names[i] for i in range(len(g.names)) if x[i]]
-    lower = size if optimal else _matching_bound(g)
-    ans = VertexCoverAnswer(len(cover), cover, lower, canonical)
+def _vc_result(ir: GraphIR, g: _Indexed, cover: list[int], status: str, optimal: bool,
+               canonical: bool) -> SolverResult:
+    names = [g.names[i] for i in cover]
+    lower = len(names) if optimal else _matching_bound(g)
+    ans = VertexCoverAnswer(len(names), names, lower, canonical)
+    method = "max-clique-branch-and-bound (complement graph)"
     if optimal:
-        return _result(ir, status, method, True, ans, f"Minimum vertex cover has {len(cover)} nodes.")
+        return _result(ir, status, method, True, ans, f"Minimum vertex cover has {len(names)} nodes.")
     return _result(ir, status, method, False, ans,
-                   f"Time budget spent: best cover has {len(cover)} nodes, lower bound {lower}.")
+                   f"Time budget spent: best cover has {len(names)} nodes, lower bound {lower}.")
 
 
 def _matching_bound(g: _Indexed) -> int:
@@ -1275,6 +1382,7 @@ def _tsp_milp(g: _Indexed, start: int, directed: bool, dl: _Deadline) -> tuple[l
                 lo.append(0.0)
                 hi.append(1.0)
     var_lo, var_hi = np.zeros(len(arcs)), np.ones(len(arcs))
+    _tsp_root_cuts(n, arcs, cost, rows, lo, hi, dl)
     while True:
         res = _run_milp(cost, rows, lo, hi, var_lo, var_hi, dl)
         if res.status == "infeasible":
@@ -1286,10 +1394,47 @@ def _tsp_milp(g: _Indexed, start: int, directed: bool, dl: _Deadline) -> tuple[l
         if len(cycles) == 1:
             return _orient(cycles[0], start, g, directed), "optimal"
         for cyc in cycles:
-            inside = set(cyc)
-            rows.append({k: 1.0 for k, (i, j) in enumerate(arcs) if i in inside and j in inside})
-            lo.append(0.0)
-            hi.append(len(cyc) - 1.0)
+            _add_subtour_cut(set(cyc), arcs, rows, lo, hi)
+
+
+def _add_subtour_cut(inside: set[int], arcs: list[tuple[int, int]], rows: list[dict[int, float]],
+                     lo: list[float], hi: list[float]) -> None:
+    """DFJ: at most |S| - 1 chosen arcs inside S (equivalent to the cut form given the degree
+    rows)."""
+    rows.append({k: 1.0 for k, (i, j) in enumerate(arcs) if i in inside and j in inside})
+    lo.append(0.0)
+    hi.append(len(inside) - 1.0)
+
+
+def _tsp_root_cuts(n: int, arcs: list[tuple[int, int]], cost: np.ndarray,
+                   rows: list[dict[int, float]], lo: list[float], hi: list[float],
+                   dl: _Deadline, max_rounds: int = 100) -> None:
+    """Strengthen the formulation before branching: solve the LP relaxation, add the subtour
+    constraint of every disconnected support component or of a global minimum cut (Stoer–Wagner
+    on x_ij + x_ji) below 2, repeat. Only adds valid inequalities, so optimality is unaffected."""
+    for _ in range(max_rounds):
+        if dl.remaining() < 0.5:
+            return
+        a = _rows_matrix(rows, len(arcs))
+        res = linprog(cost, bounds=(0, 1), method="highs",
+                      options={"time_limit": dl.remaining()},
+                      **_lp_constraints(a, lo, hi))
+        if res.status != 0:
+            return
+        support = nx.Graph()
+        support.add_nodes_from(range(n))
+        for k, (i, j) in enumerate(arcs):
+            if res.x[k] > 1e-9:
+                prev = support.get_edge_data(i, j, {"weight": 0.0})["weight"]
+                support.add_edge(i, j, weight=prev + float(res.x[k]))
+        parts = [set(c) for c in nx.connected_components(support)]
+        if len(parts) == 1:
+            value, (side, other) = nx.stoer_wagner(support)
+            if value >= 2 - 1e-6:
+                return
+            parts = [set(side) if len(side) <= len(other) else set(other)]
+        for part in parts:
+            _add_subtour_cut(part, arcs, rows, lo, hi)
 
 
 def _tsp_degree_rows(n: int, arcs: list[tuple[int, int]], directed: bool

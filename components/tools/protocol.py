@@ -47,7 +47,7 @@ backslash inside), and commas inside quotes do not separate. Whitespace around i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -58,6 +58,7 @@ __all__ = [
     "Step",
     "StepKind",
     "canonical_function",
+    "format_call",
     "parse_call",
     "parse_step",
     "split_arguments",
@@ -316,6 +317,25 @@ def split_arguments(inner: str, arity: int) -> tuple[str, ...]:
         head = ",".join(items[: len(items) - arity + 1])
         items = [head, *items[len(items) - arity + 1 :]]
     return tuple(_unquote(it) for it in items)
+
+
+_NEEDS_QUOTES = re.compile(r"[,\[\]'\"\\]|^\s|\s$")
+
+
+def _quote(arg: str) -> str:
+    if not arg or _NEEDS_QUOTES.search(arg):
+        return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return arg
+
+
+def format_call(function: str, args: Sequence[str]) -> str:
+    """Write a call so that :func:`parse_call` reads back exactly ``(function, args)``: an
+    argument with a comma, bracket, quote, backslash or surrounding space is double-quoted.
+
+    >>> format_call("NodeFeature", ["Smith, John", "name"])
+    'NodeFeature["Smith, John", name]'
+    """
+    return f"{function}[{', '.join(_quote(a) for a in args)}]"
 
 
 def _call_extent(content: str, open_at: int) -> int | None:

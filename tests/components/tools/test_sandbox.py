@@ -83,7 +83,7 @@ def test_hash_is_multiset_for_unordered_and_sequence_for_ordered(episode) -> Non
 
 
 HOSTILE = {
-    "shell": "cypher.__globals__['os'].system('touch /tmp/gd_pwned_shell')",
+    "shell": "assert cypher.__globals__['os'].system('touch /tmp/gd_pwned_shell') == 0, 'shell denied'",
     "subprocess_import": "import subprocess",
     "subprocess_via_internals": "cypher.__globals__['os'].execv('/bin/sh', ['sh', '-c', 'touch /tmp/gd_pwned_exec'])",
     "file_read": "print(open('/etc/passwd').read())",
@@ -114,8 +114,9 @@ def test_hostile_code_is_contained(episode, name: str) -> None:
 
 def test_environment_is_empty(episode, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEO4J_PASSWORD", "secret")
-    res = episode.run("print(dict(cypher.__globals__['os'].environ))")
-    assert res.ok and res.stdout == "{}\n"
+    res = episode.run("print(sorted(cypher.__globals__['os'].environ))")
+    # nothing is inherited; only the locale Python itself sets (PEP 538 coercion) may appear
+    assert res.ok and res.stdout in {"[]\n", "['LC_CTYPE']\n"}
 
 
 def test_infinite_loop_ends_the_episode_with_timeout(episode) -> None:

@@ -1,0 +1,115 @@
+"""The graphdojo CLI: JSON out, one-line JSON errors, exit codes, read-only everywhere."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.graph.ladybug import LadybugBackend
+from orchestration.cli import main
+
+MOVIES = """
+CREATE (TheMatrix:Movie {title:'The Matrix', released:1999, tagline:'Welcome to the Real World'})
+CREATE (Keanu:Person {name:'Keanu Reeves', born:1964})
+CREATE (Carrie:Person {name:'Carrie-Anne Moss', born:1967})
+CREATE (Keanu)-[:ACTED_IN {roles:['Neo']}]->(TheMatrix), (Carrie)-[:ACTED_IN {roles:['Trinity']}]->(TheMatrix);
+"""
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict], str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, [json.loads(line) for line in out.splitlines() if line.strip()], err
+
+
+@pytest.fixture(scope="module")
+def academic_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("cli") / "academic"
+    assert main(["graph", "import", "--format", "generator", "academic", "--db", str(db), "--scale", "300", "--seed", "1"]) == 0
+    return db
+
+
+def test_import_generator_prints_counts_and_fingerprint(academic_db: Path, capsys) -> None:
+    capsys.readouterr()
+    code, (out,), _ = _run(capsys, "graph", "import", "--format", "generator", "academic", "--db", str(academic_db), "--scale", "300", "--seed", "1", "--overwrite")
+    assert code == 0 and out["ok"] is True
+    with LadybugBackend(academic_db) as b:
+        assert out["fingerprint"] == b.fingerprint()
+        assert (out["nodes"], out["relationships"]) == (b.schema().node_count, b.schema().rel_count)
+
+
+def test_import_cypher_script_and_query_it(tmp_path: Path, capsys) -> None:
+    script = tmp_path / "movies.cypher"
+    script.write_text(MOVIES)
+    code, (out,), _ = _run(capsys, "graph", "import", "--format", "cypher-script", str(script), "--db", str(tmp_path / "db"))
+    assert code == 0 and (out["nodes"], out["relationships"]) == (3, 2)
+    code, (res,), _ = _run(
+        capsys, "graph", "query", "--db", str(tmp_path / "db"), "--query",
+        "MATCH (p:Person)-[r:ACTED_IN]->(m:Movie {title: $t}) RETURN p.name AS name, r.roles AS roles ORDER BY name",
+        "--params", '{"t": "The Matrix"}',
+    )
+    assert code == 0
+    assert res["rows"] == [["Carrie-Anne Moss", ["Trinity"]], ["Keanu Reeves", ["Neo"]]]
+
+
+def test_schema_json_and_text(academic_db: Path, capsys) -> None:
+    code, (schema,), _ = _run(capsys, "graph", "schema", "--db", str(academic_db))
+    assert code == 0
+    triples = {(t["source"], r["type"], t["target"]) for r in schema["relationship_types"] for t in r["triples"]}
+    assert ("Author", "WROTE", "Paper") in triples and ("Paper", "CITES", "Paper") in triples
+    assert main(["graph", "schema", "--db", str(academic_db), "--text"]) == 0
+    assert "-[:PUBLISHED_IN]->(:Venue)" in capsys.readouterr().out
+
+
+def test_batch_query_file_reports_each_line(academic_db: Path, tmp_path: Path, capsys) -> None:
+    with LadybugBackend(academic_db) as b:
+        before = b.fingerprint()
+    lines = [
+        {"id": "count", "query": "MATCH (p:Paper) RETURN count(p) AS n"},
+        {"id": "param", "query": "MATCH (v:Venue) WHERE v.id = $v RETURN v.id AS id", "params": {"v": "venue_0"}},
+        {"id": "write", "query": "MATCH (p:Paper) DETACH DELETE p"},
+        {"id": "file", "query": "LOAD FROM '/etc/passwd' (file_format='csv') RETURN *"},
+        {"id": "label", "query": "MATCH (x:Nope) RETURN x"},
+        {"id": "syntax", "query": "MATCH (p:Paper RETURN p"},
+    ]
+    f = tmp_path / "q.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n")
+    code, out, _ = _run(capsys, "graph", "query", "--db", str(academic_db), "--file", str(f), "--limit", "5")
+    assert code == 1
+    by_id = {o["id"]: o for o in out}
+    assert by_id["count"]["ok"] and by_id["count"]["rows"][0][0] > 0
+    assert by_id["param"]["rows"] == [["venue_0"]]
+    assert by_id["write"]["error"]["code"] == "unsafe_query"
+    assert by_id["file"]["error"]["code"] in {"unsafe_query", "syntax_error"}
+    assert by_id["label"]["error"]["code"] == "schema_error"
+    assert by_id["syntax"]["error"]["code"] == "syntax_error"
+    assert out[-1]["ok"] is False and out[-1]["line"] == 7
+    with LadybugBackend(academic_db) as b:
+        assert b.fingerprint() == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["graph", "schema", "--db", "/nonexistent/db"],
+        ["graph", "import", "--format", "csv", "/nonexistent/csv", "--db", "/tmp/never"],
+        ["graph", "query", "--db", "/nonexistent/db", "--query", "RETURN 1"],
+    ],
+)
+def test_failures_are_one_json_line_on_stderr(argv, capsys) -> None:
+    code, out, err = _run(capsys, *argv)
+    assert code == 1 and out == []
+    (line,) = err.strip().splitlines()
+    payload = json.loads(line)
+    assert payload["ok"] is False and payload["error"]["code"] and payload["error"]["message"]
+
+
+def test_console_entry_point(academic_db: Path) -> None:
+    exe = Path(sys.executable).with_name("graphdojo")
+    proc = subprocess.run([str(exe), "graph", "query", "--db", str(academic_db), "--query", "MATCH (a:Author) RETURN count(a) AS n"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["columns"] == ["n"]
