@@ -1,7 +1,7 @@
 """Cypher for graphdojo: parsing, read-only safety, Neo4j→Ladybug compatibility, schema checks,
 and :class:`ReadOnlyQueryPath` — the one path user- and model-written queries take to a backend.
 
-    parse_query ─► check_read_only ─► check_schema ─► to_ladybug / to_neo4j ─► backend.run
+    parse_query ─► check_read_only ─► check_schema ─► to_ladybug/to_neo4j ─► backend.run
 """
 
 from components.cypher.compat import (

@@ -57,8 +57,8 @@ __all__ = [
 #: Ladybug's default ``var_length_extend_max_depth``: the largest upper bound it accepts.
 LADYBUG_MAX_HOPS: Final = 30
 
-#: Prefix of the relationship variables the rewrite invents (never user-visible).
-GENERATED_PREFIX: Final = "_gd_r"
+#: Prefix of the variables the rewrite invents (never user-visible, excluded from RETURN *).
+GENERATED_PREFIX: Final = "_gd_"
 
 _ID_TABLE_SHIFT: Final = 1 << 40  # id(n) = table * 2^40 + offset
 
@@ -183,11 +183,10 @@ def _to_integer(call: a.FunctionCall) -> a.AstNode:
     if literal is not None:
         return literal
     as_double = _call("to_double", x.copy())
-    truncated = _call(
-        "to_int64",
-        a.Mul(this=_call("sign", as_double), expression=_call("floor", _call("abs", as_double.copy()))),
-    )
-    integer_part = _call("to_int64", _call("split_part", _call("to_string", x.copy()), _str("."), _int(1)))
+    magnitude = _call("floor", _call("abs", as_double.copy()))
+    truncated = _call("to_int64", a.Mul(this=_call("sign", as_double), expression=magnitude))
+    text = _call("to_string", x.copy())
+    integer_part = _call("to_int64", _call("split_part", text, _str("."), _int(1)))
     return _case(
         _call("typeOf", x.copy()),
         [(_str(t), truncated.copy()) for t in _FLOAT_TYPES],
@@ -393,6 +392,11 @@ def _tail(call: a.FunctionCall) -> a.AstNode:
     return _call("list_slice", x, _int(2), _int(-1))
 
 
+def _sum(call: a.FunctionCall) -> a.AstNode:
+    """Neo4j's ``sum`` of no rows (or only nulls) is 0; Ladybug's is null."""
+    return a.Coalesce(expressions=[call, _int(0)])
+
+
 def _refuse(reason: str) -> FunctionRewrite:
     def rewrite(call: a.FunctionCall) -> a.AstNode:
         raise DialectError(f"{call.name}() is not supported: {reason}")
@@ -402,13 +406,14 @@ def _refuse(reason: str) -> FunctionRewrite:
 
 def _shortest_expression(call: a.FunctionCall) -> a.AstNode:
     raise DialectError(
-        f"{call.name}() as an expression is not supported: write MATCH p = {call.name}((a)-[*..n]-(b))"
+        f"{call.name}() as an expression is not supported: "
+        f"write MATCH p = {call.name}((a)-[*..n]-(b))"
     )
 
 
 _SAME: Final[tuple[str, ...]] = (
     # aggregates
-    "count", "sum", "avg", "min", "max", "collect",
+    "count", "avg", "min", "max", "collect",
     # scalar, verified identical in name and meaning
     "size", "length", "nodes", "range", "toupper", "tolower", "trim", "ltrim", "rtrim",
     "replace", "left", "right", "abs", "sign", "sqrt", "log10", "pi", "sin", "cos", "tan",
@@ -418,6 +423,7 @@ _SAME: Final[tuple[str, ...]] = (
 #: Every Neo4j function the Ladybug path accepts, with its rewrite (identity for ``_SAME``).
 _FUNCTION_REWRITES: Final[dict[str, FunctionRewrite]] = {
     **{name: (lambda call: call) for name in _SAME},
+    "sum": _sum,
     "type": _renamed("label"),
     "labels": _labels,
     "id": _node_id,
@@ -494,22 +500,38 @@ def to_neo4j(parsed: ParsedQuery) -> str:
 # The Ladybug rewrite
 # --------------------------------------------------------------------------------------------
 
-NODE, REL, VARREL, PATH, VALUE = "node", "rel", "varrel", "path", "value"
+NODE, REL, VARREL, PATH, ENTITIES, VALUE = "node", "rel", "varrel", "path", "entities", "value"
 Scope = dict[str, str]  # variable name → kind
+
+_ENTITY_LIST_FUNCTIONS: Final = frozenset({"nodes", "relationships", "rels"})
+
+
+def _entity_list(expr: a.AstNode | None, scope: Scope) -> bool:
+    """Whether ``expr`` (original or rewritten) is a list of nodes or relationships: ``nodes(p)``,
+    ``relationships(p)``, a variable-length relationship, ``collect(n)``, ``[a, b]`` …"""
+    if isinstance(expr, a.Identifier):
+        return scope.get(str(expr.this)) in (VARREL, ENTITIES)
+    if isinstance(expr, a.FunctionCall):
+        name = str(expr.name).lower()
+        if name in _ENTITY_LIST_FUNCTIONS:
+            return True
+        if name == "collect" and expr.expressions:
+            return _kind_of(expr.expressions[0], scope) in (NODE, REL)
+        return False
+    if isinstance(expr, a.List):
+        return any(_kind_of(e, scope) in (NODE, REL) for e in expr.expressions)
+    if isinstance(expr, a.ListSlice):
+        return _entity_list(expr.this, scope)
+    return False
 
 
 def _kind_of(expr: a.AstNode, scope: Scope) -> str:
     if isinstance(expr, a.Identifier):
-        return scope.get(str(expr.this), VALUE)
+        kind = scope.get(str(expr.this), VALUE)
+        return ENTITIES if kind == VARREL else kind
+    if _entity_list(expr, scope):
+        return ENTITIES
     return VALUE
-
-
-def _path_derived(expr: a.AstNode, scope: Scope) -> bool:
-    """Lists built from a path or a variable-length relationship (``nodes(p)``, ``rels(e)`` …)."""
-    for node in iter_nodes(expr):
-        if isinstance(node, a.Identifier) and scope.get(str(node.this)) in (VARREL, PATH):
-            return True
-    return False
 
 
 class _ToLadybug:
@@ -520,9 +542,9 @@ class _ToLadybug:
         self.used = {str(n.this) for n in iter_nodes(tree) if isinstance(n, a.Identifier)}
         self.counter = 0
 
-    def fresh(self) -> str:
+    def fresh(self, prefix: str = f"{GENERATED_PREFIX}r") -> str:
         while True:
-            name = f"{GENERATED_PREFIX}{self.counter}"
+            name = f"{prefix}{self.counter}"
             self.counter += 1
             if name not in self.used:
                 self.used.add(name)
@@ -542,7 +564,9 @@ class _ToLadybug:
             raise DialectError(f"{type(node).__name__} is not supported")
 
     def query(self, query: a.Query, scope: Scope) -> Scope:
+        clauses: list[a.AstNode] = []
         for clause in query.clauses:
+            clauses.append(clause)
             if isinstance(clause, a.Match):
                 self.match(clause, scope)
             elif isinstance(clause, a.Unwind):
@@ -550,9 +574,23 @@ class _ToLadybug:
                 scope[str(clause.alias.this)] = VALUE
             elif isinstance(clause, a.With | a.Return):
                 scope = self.projection(clause, scope)
+                if isinstance(clause, a.With) and clause.order is not None:
+                    clauses.append(self.keep_order(clause))
             else:  # pragma: no cover - safety admits nothing else
                 raise DialectError(f"{type(clause).__name__} is not supported")
+        query.set("clauses", clauses)
         return scope
+
+    def keep_order(self, clause: a.With) -> a.Unwind:
+        """``WITH … ORDER BY … [SKIP/LIMIT]`` followed by an aggregation: Ladybug 0.22 drops the
+        ORDER BY (``WITH p ORDER BY p.age DESC LIMIT 2 RETURN avg(p.age)`` averages the first
+        two rows in storage order) and refuses ORDER BY without SKIP/LIMIT. A one-row
+        ``UNWIND [0]`` after the clause keeps the order (for LIMIT, SKIP and ``collect``);
+        ``SKIP 0`` is added when neither is given."""
+        if clause.skip is None and clause.limit is None:
+            clause.set("skip", a.Skip(this=_int(0)))
+        barrier = self.fresh(f"{GENERATED_PREFIX}b")
+        return a.Unwind(expression=a.List(expressions=[_int(0)]), alias=_ident(barrier))
 
     def projection(self, clause: a.With | a.Return, scope: Scope) -> Scope:
         items = list(clause.expressions)
@@ -576,11 +614,11 @@ class _ToLadybug:
                 name = str(item.alias.this)
                 kind = _kind_of(item.this, scope)
                 out.append(a.Alias(this=self.expr(item.this, scope), alias=item.alias))
-                new_scope[name] = VALUE if kind == VARREL else kind
+                new_scope[name] = kind
             elif isinstance(item, a.Identifier) and scope.get(str(item.this)) == VARREL:
                 # a variable-length relationship leaves as Neo4j's list of relationships
                 out.append(a.Alias(this=self.expr(item, scope), alias=_ident(str(item.this))))
-                new_scope[str(item.this)] = VALUE
+                new_scope[str(item.this)] = ENTITIES
             else:
                 if isinstance(item, a.Identifier):
                     new_scope[str(item.this)] = scope.get(str(item.this), VALUE)
@@ -822,12 +860,13 @@ class _ToLadybug:
 
     def comprehension(self, node: a.ListComprehension, scope: Scope) -> a.AstNode:
         var = str(node.variable.this)
+        entities = _entity_list(node.source, scope)
         source = self.expr(node.source, scope)
         inner = {**scope, var: VALUE}
         where = self.expr(node.where, inner)
         projection = self.expr(node.projection, inner)
-        if _path_derived(node.source, scope):
-            source, where, projection = _property_list(var, source, where, projection)
+        if entities:
+            return self.entity_comprehension(var, source, where, projection)
         result = source
         if isinstance(projection, a.Identifier) and str(projection.this) == var:
             projection = None  # [x IN l | x] is l
@@ -841,16 +880,40 @@ class _ToLadybug:
 
     def quantifier(self, node: a.Quantifier, scope: Scope) -> a.AstNode:
         var = str(node.variable.this)
+        entities = _entity_list(node.source, scope)
         source = self.expr(node.source, scope)
         where = self.expr(node.where, {**scope, var: VALUE})
-        if _path_derived(node.source, scope):
-            source, where, _ = _property_list(var, source, where, None)
+        if entities:
+            index = self.fresh(f"{GENERATED_PREFIX}i")
+            where = _by_index(var, index, source, where)
+            node.set("variable", _ident(index))
+            source = _call("range", _int(1), _call("size", source.copy()))
         node.set("source", source)
         node.set("where", where)
         return node
 
+    def entity_comprehension(self, var: str, source: a.AstNode, where: a.AstNode | None,
+                             projection: a.AstNode | None) -> a.AstNode:
+        """Ladybug 0.22 evaluates lambdas over lists of nodes/relationships wrongly once a
+        query has several rows; lambdas over *positions* are fine. So ``[x IN l WHERE x.a > 1 |
+        x.b]`` becomes ``list_transform(list_filter(range(1, size(l)), i -> properties(l, 'a')[i]
+        > 1), i -> properties(l, 'b')[i])``."""
+        index = self.fresh(f"{GENERATED_PREFIX}i")
+        positions: a.AstNode = _call("range", _int(1), _call("size", source.copy()))
+        if where is not None:
+            body = _by_index(var, index, source, where)
+            lam = LadybugLambda(variable=_ident(index), body=body)
+            positions = _call("list_filter", positions, lam)
+        if projection is None or (isinstance(projection, a.Identifier) and projection.this == var):
+            if where is None:
+                return source
+            body = _call("list_extract", source.copy(), _ident(index))
+        else:
+            body = _by_index(var, index, source, projection)
+        return _call("list_transform", positions, LadybugLambda(variable=_ident(index), body=body))
+
     def label_predicate(self, node: a.LabelPredicate, scope: Scope) -> a.AstNode:
-        """``n:A`` → ``label(n) = 'A'``; ``n:A:B`` → AND; ``n:A|B`` → OR (one label per node)."""
+        """``n:A`` → ``label(n) = 'A'``; ``n:A:B`` → AND; ``n:A|B`` → OR (one label a node)."""
         subject = self.expr(node.this, scope)
         labels = node.labels
         if labels.expression is not None:
@@ -890,47 +953,38 @@ class _ToLadybug:
         raise DialectError("shortestPath() is only supported in MATCH p = shortestPath(…)")
 
 
-def _property_list(var: str, source: a.AstNode, where: a.AstNode | None,
-                   projection: a.AstNode | None) -> tuple[a.AstNode, a.AstNode | None, a.AstNode | None]:
-    """Over the nodes/relationships of a path, Ladybug's lambdas can return wrong values; when
-    the loop variable is only used as ``x.prop`` (one property), iterate over
-    ``properties(list, 'prop')`` instead and use the plain value."""
-    props: set[str] = set()
-    for part in (where, projection):
-        if part is None:
-            continue
-        for n in iter_nodes(part):
-            if isinstance(n, a.Property) and isinstance(n.this, a.Identifier) and n.this.this == var:
-                props.add(str(n.name))
-    uses = [
-        n for part in (where, projection) if part is not None for n in iter_nodes(part)
-        if isinstance(n, a.Identifier) and n.this == var
-    ]
-    prop_uses = sum(
-        1 for part in (where, projection) if part is not None for n in iter_nodes(part)
-        if isinstance(n, a.Property) and isinstance(n.this, a.Identifier) and n.this.this == var
+def _reads_property(expr: a.AstNode, var: str) -> bool:
+    return (
+        isinstance(expr, a.Property) and isinstance(expr.this, a.Identifier) and expr.this.this == var
     )
-    if len(props) != 1 or prop_uses != len(uses):
-        raise DialectError(
-            "a list comprehension or quantifier over the nodes/relationships of a path is only "
-            "supported when it reads one property of the element (e.g. [n IN nodes(p) | n.name]):"
-            " Ladybug 0.22 evaluates other forms wrongly"
+
+
+def _by_index(var: str, index: str, source: a.AstNode, expr: a.AstNode) -> a.AstNode:
+    """``expr`` with every ``var.prop`` replaced by ``list_extract(properties(source, 'prop'),
+    index)``; any other use of ``var`` is refused (it would need the element itself)."""
+    if _reads_property(expr, var):
+        return _call(
+            "list_extract", _call("properties", source.copy(), _str(str(expr.name))), _ident(index)
         )
-    (prop,) = props
+    if isinstance(expr, a.Identifier) and expr.this == var:
+        raise DialectError(
+            "a list comprehension or quantifier over nodes or relationships may only read their "
+            f"properties ({var}.prop): Ladybug 0.22 evaluates other uses of {var} wrongly"
+        )
+    for key, value in list(expr.args.items()):
+        if isinstance(value, a.AstNode):
+            expr.set(key, _by_index(var, index, source, value))
+        elif isinstance(value, list):
+            expr.set(key, [_by_index_value(var, index, source, v) for v in value])
+    return expr
 
-    def strip(expr: a.AstNode | None) -> a.AstNode | None:
-        if expr is None:
-            return None
-        if isinstance(expr, a.Property) and isinstance(expr.this, a.Identifier) and expr.this.this == var:
-            return _ident(var)
-        for key, value in list(expr.args.items()):
-            if isinstance(value, a.AstNode):
-                expr.set(key, strip(value))
-            elif isinstance(value, list):
-                expr.set(key, [strip(v) if isinstance(v, a.AstNode) else v for v in value])
-        return expr
 
-    return _call("properties", source, _str(prop)), strip(where), strip(projection)
+def _by_index_value(var: str, index: str, source: a.AstNode, value: object) -> object:
+    if isinstance(value, a.AstNode):
+        return _by_index(var, index, source, value)
+    if isinstance(value, tuple):
+        return tuple(_by_index_value(var, index, source, v) for v in value)
+    return value
 
 
 # --------------------------------------------------------------------------------------------

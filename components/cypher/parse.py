@@ -120,8 +120,28 @@ def _size_of_pattern(tokens: tuple[Token, ...]) -> GraphError | None:
     return None
 
 
+_PATTERN_START = frozenset({TokenKind.EQ, TokenKind.MATCH, TokenKind.COMMA, TokenKind.LPAREN})
+
+
+def _shortest_path_expression(tokens: tuple[Token, ...]) -> GraphError | None:
+    """``shortestPath(...)`` outside ``MATCH p = shortestPath(...)`` (e.g. in RETURN)."""
+    for i, tok in enumerate(tokens[1:], start=1):
+        if tok.kind in (TokenKind.SHORTESTPATH, TokenKind.ALLSHORTESTPATHS) and (
+            tokens[i - 1].kind not in _PATTERN_START
+        ):
+            name = "shortestPath" if tok.kind is TokenKind.SHORTESTPATH else "allShortestPaths"
+            return DialectError(
+                f"{name}() is only supported in MATCH p = {name}(...) "
+                f"(line {tok.position.line}, column {tok.position.col})"
+            )
+    return None
+
+
 #: Specific explanations for inputs the parser rejects; the first that applies wins.
-_FAILURE_HINTS: tuple[Callable[[tuple[Token, ...]], GraphError | None], ...] = (_size_of_pattern,)
+_FAILURE_HINTS: tuple[Callable[[tuple[Token, ...]], GraphError | None], ...] = (
+    _size_of_pattern,
+    _shortest_path_expression,
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -397,6 +417,17 @@ class CypherRenderer(Renderer):
             else:
                 parts.append(self._identifier(entry))
         return f"{self.dispatch(node.this)}{{{', '.join(parts)}}}"
+
+    def render_PatternPredicate(self, node: a.PatternPredicate) -> str:
+        """Pattern predicates as ``EXISTS { MATCH … }`` (Neo4j 5 and Ladybug both read it;
+        ``exists((a)-->())`` is gone from Neo4j 5)."""
+        pattern = node.pattern
+        if isinstance(pattern, a.PathPattern):
+            body = f"MATCH {self.dispatch(pattern)}"
+        else:
+            body = self.dispatch(pattern)
+        text = f"EXISTS {{ {body} }}"
+        return f"NOT {text}" if node.not_ else text
 
     def render_Match(self, node: a.Match) -> str:
         """Index hints (``USING …``) are dropped: they never change results, and the parser

@@ -1,6 +1,6 @@
 """The one read-only query path: every user- or model-written query reaches a backend here.
 
-    query ─► parse ─► safety (tokens, AST) ─► schema check ─► dialect rewrite ─► backend.run
+    query ─► parse ─► safety (tokens, AST) ─► schema check ─► dialect ─► backend.run
 
 :class:`ReadOnlyQueryPath` wraps any :class:`~components.graph.backend.GraphBackend`. For a
 ``"ladybug"`` backend the Neo4j-dialect query is rewritten (:func:`~components.cypher.compat.

@@ -84,7 +84,7 @@ _CLAUSE_FOLLOWERS: Final = frozenset(
 #: Contextual words (plain identifiers to the lexer) that start a file, DDL, database or
 #: transaction statement, with the follower that marks them as a clause and the message.
 _WORD_REFUSALS: Final[dict[str, tuple[Callable[[Token], bool], str]]] = {
-    "LOAD": (_clause_follower, "file access LOAD (LOAD CSV / LOAD FROM / LOAD EXTENSION) is not allowed"),
+    "LOAD": (_clause_follower, "file access LOAD (CSV / FROM / EXTENSION) is not allowed"),
     "COPY": (_clause_follower, "file access COPY is not allowed"),
     "EXPORT": (_clause_follower, "EXPORT DATABASE is not allowed"),
     "IMPORT": (_clause_follower, "IMPORT DATABASE is not allowed"),
@@ -103,7 +103,7 @@ _WORD_REFUSALS: Final[dict[str, tuple[Callable[[Token], bool], str]]] = {
     "COMMIT": (_clause_follower, "transaction command COMMIT is not allowed"),
     "ROLLBACK": (_clause_follower, "transaction command ROLLBACK is not allowed"),
     "CHECKPOINT": (_clause_follower, "CHECKPOINT is not allowed"),
-    "START": (_followed_by_word("TRANSACTION", "DATABASE"), "START TRANSACTION/DATABASE is not allowed"),
+    "START": (_followed_by_word("TRANSACTION", "DATABASE"), "START TRANSACTION is not allowed"),
     "STOP": (_followed_by_word("DATABASE"), "STOP DATABASE is not allowed"),
 }
 

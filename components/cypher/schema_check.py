@@ -13,6 +13,7 @@ patterns use, for the direction check of a later issue (no refusal on direction 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
@@ -48,7 +49,7 @@ def _label_names(labels: a.LabelExpression | None) -> list[str]:
     if labels is None:
         return []
     if labels.expression is not None:
-        return [p for p in str(labels.expression).replace("&", "|").replace("!", "|").split("|") if p]
+        return [p for p in re.split(r"[|&!%()]", str(labels.expression)) if p]
     return [str(lab) for lab in labels.labels or []]
 
 
@@ -196,7 +197,6 @@ def used_triples(parsed: ParsedQuery) -> list[UsedTriple]:
                         if rel.direction is a.Direction.INCOMING:
                             triples.append(UsedTriple(dst, rel_type, src, True))
                         else:
-                            triples.append(
-                                UsedTriple(src, rel_type, dst, rel.direction is a.Direction.OUTGOING)
-                            )
+                            directed = rel.direction is a.Direction.OUTGOING
+                            triples.append(UsedTriple(src, rel_type, dst, directed))
     return list(dict.fromkeys(triples))

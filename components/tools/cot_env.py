@@ -18,7 +18,8 @@ TRL. It is driven in one of two ways:
 round indices start at 1. As in GraphDancer's generation loop (``max_turns`` tool turns, then one
 final turn whose graph calls are not executed), the first ``max_rounds`` (``T_MAX`` = 10) rounds
 are executed; after that the policy gets one more step in which only an ``<answer>`` counts —
-anything else ends the episode as a **loop-limit halt** (``trace.halted``), unexecuted. With
+anything else ends the episode as a **loop-limit halt** (``trace.halted``), unexecuted (recorded
+with ``over_limit=True``; it counts as the halt L, not as a round N or an invalid call I). With
 ``final_answer_turn=False`` the episode halts right after the ``max_rounds``-th round instead.
 
 **Trace.** :attr:`GraphCoTEnvironment.trace` (:class:`EpisodeTrace`) records every round: the
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from components.tools.graph_cot import CallError, ErrorCode, GraphCall, GraphCoT, error_observation
-from components.tools.protocol import GRAPH_FUNCTIONS, Step, StepKind, canonical_function, parse_step
+from components.tools.protocol import GRAPH_FUNCTIONS, CallProblemCode, Step, StepKind, parse_step
 
 __all__ = [
     "T_MAX",
@@ -72,6 +73,7 @@ class RoundRecord:
     call: GraphCall | None = None
     observation: str = ""  # text inside <information>, "" for the answer step
     executed: bool = False
+    over_limit: bool = False  # a non-answer step after the loop limit: ends the episode unexecuted
 
     @property
     def valid_format(self) -> bool:
@@ -79,8 +81,9 @@ class RoundRecord:
 
     @property
     def valid_call(self) -> bool | None:
-        """True for a call that parsed and ran without error; ``None`` for the answer step."""
-        if self.kind is StepKind.ANSWER:
+        """True for a call that parsed and ran without error; ``None`` for the answer step and
+        for the over-limit step (counted as the halt, not as an invalid call)."""
+        if self.kind is StepKind.ANSWER or self.over_limit:
             return None
         return self.kind is StepKind.CALL and self.call is not None and self.call.ok
 
@@ -98,6 +101,7 @@ class RoundRecord:
             "call": None if self.call is None else self.call.to_dict(),
             "observation": self.observation,
             "executed": self.executed,
+            "over_limit": self.over_limit,
             "valid_format": self.valid_format,
             "valid_call": self.valid_call,
             "node_ids": list(self.node_ids),
@@ -118,8 +122,8 @@ class EpisodeTrace:
 
     @property
     def n_rounds(self) -> int:
-        """N: graph-interaction rounds (every round but the answer)."""
-        return sum(1 for r in self.rounds if r.kind is not StepKind.ANSWER)
+        """N: graph-interaction rounds (every round but the answer and the over-limit step)."""
+        return sum(1 for r in self.rounds if r.kind is not StepKind.ANSWER and not r.over_limit)
 
     @property
     def invalid_calls(self) -> int:
@@ -191,12 +195,13 @@ def render_prompt(question: str, schema_text: str, *, examples: str = "", max_ro
 # Environment
 # ---------------------------------------------------------------------------------------------
 
-#: Which observation an invalid call gets, from the parser's reason (first match wins).
-_INVALID_CALL_CODES: tuple[tuple[Callable[[Step], bool], ErrorCode], ...] = (
-    (lambda s: s.reason is not None and s.reason.startswith("unknown function"), ErrorCode.UNKNOWN_FUNCTION),
-    (lambda s: s.reason is not None and " takes " in s.reason, ErrorCode.BAD_ARGUMENTS),
-    (lambda s: True, ErrorCode.NOT_A_CALL),
-)
+#: Which error (and so which Graph-CoT observation) an invalid call gets.
+_INVALID_CALL_CODES: Mapping[CallProblemCode, ErrorCode] = {
+    CallProblemCode.UNKNOWN_FUNCTION: ErrorCode.UNKNOWN_FUNCTION,
+    CallProblemCode.BAD_ARGUMENTS: ErrorCode.BAD_ARGUMENTS,
+    CallProblemCode.NOT_A_CALL: ErrorCode.NOT_A_CALL,
+    CallProblemCode.MULTIPLE_CALLS: ErrorCode.NOT_A_CALL,
+}
 
 
 class GraphCoTEnvironment:
@@ -264,7 +269,7 @@ class GraphCoTEnvironment:
             self.trace.done = True
             return "", True
         if self._in_final_turn():  # the extra turn after max_rounds: only an answer counts
-            self._record(RoundRecord(index, model_text, step.kind, step.reason, executed=False))
+            self._record(RoundRecord(index, model_text, step.kind, step.reason, over_limit=True))
             return self._halt()
         call, executed = self._execute(step)
         observation = call.observation if call is not None else MALFORMED_OUTPUT
@@ -277,12 +282,9 @@ class GraphCoTEnvironment:
         if step.kind is StepKind.CALL and step.function is not None:
             return self.api.call(step.function, step.args), True
         if step.kind is StepKind.INVALID_CALL:
-            code = next(c for match, c in _INVALID_CALL_CODES if match(step))
-            raw = step.raw_call or ""
-            name = raw.split("[", 1)[0].strip() if "[" in raw else raw.strip()
-            function = canonical_function(name) or name
-            error_text = error_observation(code, canonical_function(name))
-            call = GraphCall(function, (), error_text, CallError(code, step.reason or ""))
+            code = _INVALID_CALL_CODES.get(step.problem or CallProblemCode.NOT_A_CALL, ErrorCode.NOT_A_CALL)
+            observation = error_observation(code, step.function)
+            call = GraphCall(step.function or "", (), observation, CallError(code, step.reason or ""))
             return call, False
         return None, False
 
@@ -299,7 +301,9 @@ class GraphCoTEnvironment:
         if self.trace.done:
             return EPISODE_OVER
         if self._in_final_turn():
-            self._record(RoundRecord(self.rounds_used + 1, None, StepKind.CALL, "loop limit reached"))
+            self._record(
+                RoundRecord(self.rounds_used + 1, None, StepKind.CALL, "loop limit reached", over_limit=True)
+            )
             self._halt()
             return EPISODE_OVER
         call = self.api.call(function, args)

@@ -22,7 +22,8 @@ IR rules (all violations are an :class:`IRError` with a stable ``code``, see :da
 * ``data`` maps node → ``{neighbour: weight}``; a node that only appears as a neighbour is a
   node too. For unweighted graphs a plain neighbour list is accepted and weights may be numbers
   or ``null``: every weight is 1 (a warning says so when given weights differ from 1).
-  Weighted graphs need finite numeric weights (booleans are not numbers).
+  Weighted graphs need finite numeric weights of magnitude at most :data:`MAX_ABS_WEIGHT`
+  (booleans are not numbers); integral floats are stored as ints (``7.0`` → ``7``).
 * Node names are strings (JSON integers in neighbour lists / parameters become their decimal
   string); empty or whitespace-only names are rejected. Names are otherwise used verbatim.
 * Undirected graphs are **symmetrised**: ``A: {B: 3}`` alone means the edge A–B of weight 3 (the
@@ -33,6 +34,34 @@ IR rules (all violations are an :class:`IRError` with a stable ``code``, see :da
 * Negative weights are rejected where the task forbids them: ``shortest_path`` (Dijkstra) and
   weighted ``centrality``. TSP accepts them; colouring / vertex cover / BFS ignore weights.
 * Caps: :data:`MAX_NODES` nodes, :data:`MAX_EDGES` edges, :data:`MAX_TEXT_CHARS` characters.
+
+Tasks, methods and caps (``method`` and ``optimal`` are in every result; :class:`SolveOptions`
+holds the budget, default :data:`DEFAULT_TIME_LIMIT_S` seconds per call):
+
+* ``shortest_path`` (params ``source``/``target``; aliases ``start``/``end``, ``from``/``to``…):
+  Dijkstra on (weight, hops) keys — exact, polynomial. Unreachable → ``status: no_solution``
+  with ``reachable: false``.
+* ``graph_coloring`` (minimum colouring; edge direction and weights ignored): exact DSATUR
+  branch and bound seeded with a maximum clique (``dsatur-branch-and-bound``). Sparse to medium
+  density 60-node graphs take milliseconds; dense ones (G(60, 0.5)) take seconds and may hit the
+  budget → ``status: timeout`` with the best colouring and the clique lower bound.
+* ``tsp`` (param ``start`` optional; a tour must use existing edges/arcs; negative weights
+  allowed): Held–Karp DP up to :data:`HELD_KARP_MAX_NODES` nodes, then a DFJ MILP with
+  LP-separated and lazily added subtour constraints solved by HiGHS (``scipy.optimize.milp``, gap
+  0) up to :data:`TSP_MAX_NODES` nodes; above that ``status: too_large``. A digraph whose arcs
+  all come in equal-weight pairs is solved with the (much faster) symmetric formulation;
+  genuinely asymmetric 40–60-node instances take several seconds and may hit the budget. No Hamiltonian cycle →
+  ``status: no_solution``, ``tour_exists: false``. A 1-node tour is ``[start]`` (weight 0); a
+  2-node tour goes there and back.
+* ``vertex_cover`` (minimum cardinality; direction and weights ignored): maximum independent
+  set as a maximum clique of the complement (bitset branch and bound, Tomita–Seki colouring
+  bound), ``max-clique-branch-and-bound (complement graph)``.
+* ``bfs`` (param ``source``): visit order, layers, unreached nodes; follows out-arcs.
+* ``centrality`` (params ``kind`` in :data:`CENTRALITY_KINDS` — default ``degree`` with a warning
+  — optional ``top_k`` and ``nodes``): networkx's normalised definitions; betweenness and
+  closeness read weights as distances, PageRank as strengths (α = 0.85), degree ignores them;
+  closeness on digraphs uses incoming distances (networkx). Scores are rounded to
+  :data:`SCORE_DECIMALS` decimals and the maximum is taken over the rounded scores.
 
 Determinism. Nodes are ordered by :func:`natural_key` (digit runs compared numerically, the rest by
 code point, the raw string as final tie-break); every solver works on that order, so the JSON
@@ -74,9 +103,11 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 from scipy.sparse import csr_array
 
 __all__ = [
+    "CENTRALITY_KINDS",
     "DEFAULT_TIME_LIMIT_S",
     "ERROR_CODES",
     "HELD_KARP_MAX_NODES",
+    "MAX_ABS_WEIGHT",
     "MAX_EDGES",
     "MAX_NODES",
     "MAX_TEXT_CHARS",
@@ -110,6 +141,7 @@ MAX_TEXT_CHARS = 1_000_000
 MAX_NODES = 200
 MAX_EDGES = 5000
 MAX_WEIGHT_DECIMALS = 6
+MAX_ABS_WEIGHT = 1e12
 SCORE_DECIMALS = 6
 DEFAULT_TIME_LIMIT_S = 10.0
 HELD_KARP_MAX_NODES = 16
@@ -496,12 +528,13 @@ def _node_name(raw: Any, where: str) -> str:
 
 def _weight(raw: Any, weighted: bool, edge: str, odd: list[bool]) -> Number:
     numeric = isinstance(raw, (int, float)) and not isinstance(raw, bool)
-    if numeric and not math.isfinite(raw):
-        raise _IRFail("bad_weight", f"edge {edge}: weight {raw!r} is not finite")
+    if numeric and not (math.isfinite(raw) and abs(raw) <= MAX_ABS_WEIGHT):
+        raise _IRFail("bad_weight", f"edge {edge}: weight {raw!r} is not a finite number of "
+                      f"magnitude at most {MAX_ABS_WEIGHT:g}")
     if weighted:
         if not numeric:
             raise _IRFail("bad_weight", f"edge {edge}: weight must be a number, got {raw!r}")
-        return raw
+        return int(raw) if isinstance(raw, float) and raw.is_integer() else raw
     if raw is not None and not numeric:
         raise _IRFail("bad_weight", f"edge {edge}: weight must be a number or null, got {raw!r}")
     if numeric and raw != 1:
@@ -535,6 +568,8 @@ def _parse_adjacency(data: Mapping[str, Any], directed: bool, weighted: bool,
     for raw_u, nbrs in data.items():
         u = _node_name(raw_u, "graph.data")
         nodes.add(u)
+        if len(nodes) > MAX_NODES:
+            raise _IRFail("too_large", f"graph exceeds {MAX_NODES} nodes / {MAX_EDGES} edges")
         for raw_v, raw_w in _neighbour_items(u, nbrs, weighted):
             v = _node_name(raw_v, f"neighbours of {u!r}")
             w = _weight(raw_w, weighted, f"{u!r}->{v!r}", odd)
@@ -1289,10 +1324,10 @@ def _solve_tsp(ir: GraphIR, g: _Indexed, opts: SolveOptions, dl: _Deadline) -> S
         return _tsp_answer(ir, g, None, "degree/connectivity check", True, True)
     if n <= opts.held_karp_max_nodes:
         return _tsp_answer(ir, g, _held_karp(g, start), "held-karp", True, True)
-    tour, status = _tsp_milp(g, start, ir.directed, dl)
-    if status == "timeout":
-        return _tsp_answer(ir, g, tour, "milp-highs (lazy DFJ subtour elimination)", False, False)
-    return _tsp_answer(ir, g, tour, "milp-highs (lazy DFJ subtour elimination)", True, False)
+    symmetric = all(g.weight.get((j, i)) == w for (i, j), w in g.weight.items())
+    tour, status = _tsp_milp(g, start, ir.directed and not symmetric, dl)
+    return _tsp_answer(ir, g, tour, "milp-highs (lazy DFJ subtour elimination)", status == "optimal",
+                       False)
 
 
 def _tsp_possible(g: _Indexed, directed: bool) -> bool:
@@ -1387,12 +1422,14 @@ def _tsp_milp(g: _Indexed, start: int, directed: bool, dl: _Deadline) -> tuple[l
         res = _run_milp(cost, rows, lo, hi, var_lo, var_hi, dl)
         if res.status == "infeasible":
             return None, "optimal"
-        if res.status == "timeout":
+        if res.x is None:
             return None, "timeout"
         chosen = [arcs[k] for k in range(len(arcs)) if res.x[k]]
         cycles = _cycles(n, chosen, directed)
-        if len(cycles) == 1:
-            return _orient(cycles[0], start, g, directed), "optimal"
+        if len(cycles) == 1:  # a tour: optimal unless HiGHS stopped on the time limit
+            return _orient(cycles[0], start, g, directed), res.status
+        if res.status == "timeout":
+            return None, "timeout"
         for cyc in cycles:
             _add_subtour_cut(set(cyc), arcs, rows, lo, hi)
 
@@ -1495,11 +1532,17 @@ def _tsp_answer(ir: GraphIR, g: _Indexed, tour: list[int] | None, method: str, o
         return _result(ir, "no_solution", method, True, ans,
                        "No tour: the graph has no Hamiltonian cycle.")
     if tour is None:
-        return _result(ir, "timeout", method, False, None, "Time budget spent before any tour was found.")
+        return _result(ir, "timeout", method, False, None,
+                       "Time budget spent before a tour was found.")
     total = g.arith.report(sum(g.weight[a, b] for a, b in zip(tour, tour[1:])))
     names = [g.names[v] for v in tour]
     ans = TSPAnswer(start, True, names, total, canonical, g.arith.exact)
-    return _result(ir, "ok", method, True, ans, f"Optimal tour {' -> '.join(names)}, total weight {total}.")
+    if not optimal:
+        return _result(ir, "timeout", method, False, ans,
+                       f"Time budget spent: best tour found has total weight {total} (not proven "
+                       "optimal).")
+    return _result(ir, "ok", method, True, ans,
+                   f"Optimal tour {' -> '.join(names)}, total weight {total}.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1543,8 +1586,8 @@ def run_graph_tool(text: str, options: SolveOptions | None = None) -> str:
       "optimal": true, "answer": {"source": "A", "target": "C", "reachable": true,
       "path": ["A", "B", "C"], "total_weight": 3, "num_edges": 2, "exact_arithmetic": true},
       "summary": "Shortest path A -> B -> C, total weight 3.", "warnings": []}</result>'
-    >>> run_graph_tool("<graph>[1, 2]</graph>")
-    '<result>{"status": "error", "code": "not_an_object", "message": "the IR must be a JSON object, got array"}</result>'
+    >>> run_graph_tool("<graph>[1, 2]</graph>")[:68]
+    '<result>{"status": "error", "code": "not_an_object", "message": "the'
     """
     ir = parse_graph_ir(text)
     if isinstance(ir, IRError):

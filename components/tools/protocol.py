@@ -54,6 +54,8 @@ from enum import StrEnum
 __all__ = [
     "FUNCTION_ALIASES",
     "GRAPH_FUNCTIONS",
+    "CallProblem",
+    "CallProblemCode",
     "FunctionSignature",
     "Step",
     "StepKind",
@@ -124,13 +126,22 @@ class StepKind(StrEnum):
     INVALID_CALL = "invalid_call"
 
 
+class CallProblemCode(StrEnum):
+    NOT_A_CALL = "not_a_call"
+    UNKNOWN_FUNCTION = "unknown_function"
+    BAD_ARGUMENTS = "bad_arguments"
+    MULTIPLE_CALLS = "multiple_calls"
+
+
 @dataclass(frozen=True)
 class Step:
     """One parsed model step.
 
     ``function``/``args`` are set for ``call`` (canonical name, parsed arguments);
+    ``function`` is also set for an ``invalid_call`` whose function was recognised;
     ``raw_call`` holds the ``<graph>`` content whenever one was found; ``answer`` is set for
-    ``answer``; ``reason`` explains ``invalid_format`` and ``invalid_call``.
+    ``answer``; ``reason`` explains ``invalid_format`` and ``invalid_call``, and ``problem``
+    classifies an ``invalid_call`` (:class:`CallProblemCode`).
     """
 
     kind: StepKind
@@ -140,6 +151,7 @@ class Step:
     args: tuple[str, ...] = ()
     answer: str | None = None
     reason: str | None = None
+    problem: CallProblemCode | None = None
 
     @property
     def valid_format(self) -> bool:
@@ -367,37 +379,61 @@ def _call_extent(content: str, open_at: int) -> int | None:
     return None
 
 
-def parse_call(content: str) -> tuple[str, tuple[str, ...]] | str:
-    """``(canonical function, args)`` for a ``<graph>`` block's content, or a reason string."""
+@dataclass(frozen=True)
+class CallProblem:
+    """Why a ``<graph>`` block is not a valid call: a stable ``code`` and a one-line reason."""
+
+    code: CallProblemCode
+    reason: str
+    function: str | None = None  # canonical name, when the function was recognised
+
+
+def _parse_call(content: str) -> tuple[str, tuple[str, ...]] | CallProblem:
     m = _NAME.match(content)
     if m is None:
-        return f"expected Function[arguments], got {_preview(content)}"
+        return CallProblem(CallProblemCode.NOT_A_CALL, f"expected Function[arguments], got {_preview(content)}")
     raw_name = m.group(1)
     name = canonical_function(raw_name)
     if name is None:
         known = ", ".join(s.usage() for s in GRAPH_FUNCTIONS.values())
-        return f"unknown function {raw_name!r}; valid functions are {known}"
+        return CallProblem(
+            CallProblemCode.UNKNOWN_FUNCTION, f"unknown function {raw_name!r}; valid functions are {known}"
+        )
     body = content.rstrip()
     open_at = m.end() - 1
     close_at = _call_extent(body, open_at)
     if close_at is not None and close_at != len(body) - 1:
         if _NEXT_CALL.match(body, close_at + 1):
-            return "more than one function call in <graph>: issue exactly one function per step"
+            return CallProblem(
+                CallProblemCode.MULTIPLE_CALLS,
+                "more than one function call in <graph>: issue exactly one function per step",
+                name,
+            )
         if not body.endswith("]"):
-            return f"text after the call: {_preview(body[close_at + 1 :])}"
+            return CallProblem(
+                CallProblemCode.NOT_A_CALL, f"text after the call: {_preview(body[close_at + 1 :])}", name
+            )
         close_at = len(body) - 1  # an unquoted ']' inside an argument: take the outer pair
     if close_at is None:
         if not body.endswith("]"):
-            return f"unclosed '[' in {raw_name}[...]"
+            return CallProblem(CallProblemCode.NOT_A_CALL, f"unclosed '[' in {raw_name}[...]", name)
         close_at = len(body) - 1
     signature = GRAPH_FUNCTIONS[name]
     args = split_arguments(body[open_at + 1 : close_at], signature.arity)
     if len(args) != signature.arity or any(not a for a in args):
-        return (
-            f"{raw_name} takes {signature.arity} argument{'s' if signature.arity > 1 else ''}: "
-            f"{signature.usage()}"
+        plural = "s" if signature.arity > 1 else ""
+        return CallProblem(
+            CallProblemCode.BAD_ARGUMENTS,
+            f"{raw_name} takes {signature.arity} argument{plural}: {signature.usage()}",
+            name,
         )
     return name, args
+
+
+def parse_call(content: str) -> tuple[str, tuple[str, ...]] | str:
+    """``(canonical function, args)`` for a ``<graph>`` block's content, or a reason string."""
+    parsed = _parse_call(content)
+    return parsed.reason if isinstance(parsed, CallProblem) else parsed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -421,9 +457,16 @@ def _parse(text: str, require_think: bool) -> Step:
             return Step(StepKind.INVALID_FORMAT, think=think, reason="empty <answer>")
         return Step(StepKind.ANSWER, think=think, answer=answer)
     raw = by_name["graph"].strip()
-    parsed = parse_call(raw)
-    if isinstance(parsed, str):
-        return Step(StepKind.INVALID_CALL, think=think, raw_call=raw, reason=parsed)
+    parsed = _parse_call(raw)
+    if isinstance(parsed, CallProblem):
+        return Step(
+            StepKind.INVALID_CALL,
+            think=think,
+            raw_call=raw,
+            function=parsed.function,
+            reason=parsed.reason,
+            problem=parsed.code,
+        )
     name, args = parsed
     return Step(StepKind.CALL, think=think, raw_call=raw, function=name, args=args)
 

@@ -125,8 +125,10 @@ def test_loop_limit_halt(api: GraphCoT) -> None:
     assert (reply, done) == ("", True)
     trace = env.trace
     assert trace.halted and not trace.answered and not trace.valid_format
-    assert len(trace.rounds) == T_MAX + 1 and trace.n_rounds == T_MAX + 1
-    assert not trace.rounds[-1].executed and trace.rounds[-1].call is None
+    assert len(trace.rounds) == T_MAX + 1 and trace.n_rounds == T_MAX
+    assert trace.invalid_calls == 0  # the over-limit step is the halt, not an invalid call
+    last = trace.rounds[-1]
+    assert last.over_limit and not last.executed and last.call is None and last.valid_call is None
     assert all(r.executed for r in trace.rounds[:T_MAX])
     assert trace.to_dict()["halted"] is True
 
@@ -156,7 +158,8 @@ def test_tool_methods_are_rounds(api: GraphCoT) -> None:
     assert env.node_degree("p3", "venue") == "The venue neighbor node degree of p3 are: 1."
     assert env.node_feature("bob", "name") == EPISODE_OVER  # past max_rounds
     trace = env.trace
-    assert trace.halted and trace.returned_node_ids[:3] == [("p3",), ("bob", "smith, j"), ()]
+    assert trace.halted and trace.returned_node_ids == [("p3",), ("bob", "smith, j"), (), ()]
+    assert trace.n_rounds == 3 and trace.rounds[-1].over_limit
     assert all(r.model_text is None for r in trace.rounds)
     assert env.retrieve_node("Ann") == EPISODE_OVER
 
