@@ -36,8 +36,6 @@ ALLOWED_MODULES = (
 )
 for _name in ALLOWED_MODULES:
     __import__(_name)
-import copy  # noqa: E402  (pre-imported above; bound here for the kernel's own use)
-import hashlib  # noqa: E402
 
 _REQ_FD, _RESP_FD = int(sys.argv[1]), int(sys.argv[2])
 _MAX_MESSAGE = 16 * 1024 * 1024

@@ -32,10 +32,19 @@ answer or the halt. It carries GraphDancer's counters: ``n_rounds`` (N), ``inval
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from components.tools.graph_cot import CallError, ErrorCode, GraphCall, GraphCoT, error_observation
+from components.tools.env import (
+    EPISODE_OVER,
+    T_MAX,
+    EpisodeTrace,
+    ParsedStep,
+    RoundLoop,
+    RoundRecord,
+    information_block,
+    register_environment,
+)
 from components.tools.protocol import GRAPH_FUNCTIONS, CallProblemCode, Step, StepKind, parse_step
 
 __all__ = [
@@ -49,112 +58,10 @@ __all__ = [
     "tool_environment_factory",
 ]
 
-T_MAX = 10
 MALFORMED_OUTPUT = (
     "This is a malformed output. Expect <think>...</think><graph>...</graph> or final "
     "<think>...</think><answer>...</answer>."
 )
-EPISODE_OVER = "The episode is over: no more graph calls are executed."
-
-
-def information_block(observation: str) -> str:
-    """The environment's reply as inserted into the transcript (masked out of policy losses)."""
-    return f"\n\n<information>{observation}</information>\n\n"
-
-
-@dataclass(frozen=True)
-class RoundRecord:
-    """One round: what the model wrote, how it parsed, what ran and what came back."""
-
-    index: int  # 1-based
-    model_text: str | None  # None for a direct tool-method call
-    kind: StepKind
-    reason: str | None = None
-    call: GraphCall | None = None
-    observation: str = ""  # text inside <information>, "" for the answer step
-    executed: bool = False
-    over_limit: bool = False  # a non-answer step after the loop limit: ends the episode unexecuted
-
-    @property
-    def valid_format(self) -> bool:
-        return self.kind is not StepKind.INVALID_FORMAT
-
-    @property
-    def valid_call(self) -> bool | None:
-        """True for a call that parsed and ran without error; ``None`` for the answer step and
-        for the over-limit step (counted as the halt, not as an invalid call)."""
-        if self.kind is StepKind.ANSWER or self.over_limit:
-            return None
-        return self.kind is StepKind.CALL and self.call is not None and self.call.ok
-
-    @property
-    def node_ids(self) -> tuple[str, ...]:
-        """``U_t``: node ids returned in this round."""
-        return self.call.node_ids if self.call is not None else ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "model_text": self.model_text,
-            "kind": str(self.kind),
-            "reason": self.reason,
-            "call": None if self.call is None else self.call.to_dict(),
-            "observation": self.observation,
-            "executed": self.executed,
-            "over_limit": self.over_limit,
-            "valid_format": self.valid_format,
-            "valid_call": self.valid_call,
-            "node_ids": list(self.node_ids),
-        }
-
-
-@dataclass
-class EpisodeTrace:
-    row: dict[str, Any] = field(default_factory=dict)
-    rounds: list[RoundRecord] = field(default_factory=list)
-    answer: str | None = None
-    halted: bool = False  # loop-limit halt
-    done: bool = False
-
-    @property
-    def answered(self) -> bool:
-        return self.answer is not None
-
-    @property
-    def n_rounds(self) -> int:
-        """N: graph-interaction rounds (every round but the answer and the over-limit step)."""
-        return sum(1 for r in self.rounds if r.kind is not StepKind.ANSWER and not r.over_limit)
-
-    @property
-    def invalid_calls(self) -> int:
-        """I: rounds whose action was not a valid, successful call (answer excluded)."""
-        return sum(1 for r in self.rounds if r.valid_call is False)
-
-    @property
-    def valid_format(self) -> bool:
-        """VF: every round followed the tag structure and the episode ended with an answer."""
-        return self.answered and all(r.valid_format for r in self.rounds)
-
-    @property
-    def returned_node_ids(self) -> list[tuple[str, ...]]:
-        """``U_t`` per round, in round order."""
-        return [r.node_ids for r in self.rounds]
-
-    @property
-    def observations(self) -> list[str]:
-        return [r.observation for r in self.rounds if r.observation]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "row": dict(self.row),
-            "rounds": [r.to_dict() for r in self.rounds],
-            "answer": self.answer,
-            "halted": self.halted,
-            "done": self.done,
-            "n_rounds": self.n_rounds,
-            "invalid_calls": self.invalid_calls,
-            "valid_format": self.valid_format,
-        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +111,8 @@ _INVALID_CALL_CODES: Mapping[CallProblemCode, ErrorCode] = {
 }
 
 
-class GraphCoTEnvironment:
+@register_environment("graph_cot")
+class GraphCoTEnvironment(RoundLoop):
     """A Graph-CoT episode over one :class:`~components.tools.graph_cot.GraphCoT` API.
 
     The API (graph, index) is shared between environments; the episode state is per instance.
@@ -220,21 +128,17 @@ class GraphCoTEnvironment:
         prompt_on_reset: bool = True,
         examples: str = "",
     ) -> None:
-        if max_rounds < 1:
-            raise ValueError("max_rounds must be >= 1")
+        super().__init__(max_rounds=max_rounds, final_answer_turn=final_answer_turn)
         self.api = api
-        self.max_rounds = max_rounds
-        self.final_answer_turn = final_answer_turn
         self.require_think = require_think
         self.prompt_on_reset = prompt_on_reset
         self.examples = examples
-        self.trace = EpisodeTrace()
 
     # -- episode ---------------------------------------------------------------------------
     def reset(self, **row: Any) -> str:
         """Start a new episode for a dataset row; returns the task prompt for ``row["question"]``
         (``""`` when the row has no question or ``prompt_on_reset`` is off)."""
-        self.trace = EpisodeTrace(row=dict(row))
+        self.start(row)
         question = row.get("question")
         if not self.prompt_on_reset or not isinstance(question, str):
             return ""
@@ -242,59 +146,20 @@ class GraphCoTEnvironment:
             question, self.api.schema.to_text(counts=False), examples=self.examples, max_rounds=self.max_rounds
         )
 
-    @property
-    def done(self) -> bool:
-        return self.trace.done
-
-    @property
-    def rounds_used(self) -> int:
-        return len(self.trace.rounds)
-
-    def _in_final_turn(self) -> bool:
-        return self.rounds_used >= self.max_rounds
-
-    def step(self, model_text: str) -> tuple[str, bool]:
-        """Consume one model step; returns ``(environment reply, done)``.
-
-        The reply is an ``<information>`` block for calls and invalid steps, ``""`` when the
-        episode ends (answer or loop-limit halt) or is already over.
-        """
-        if self.trace.done:
-            return "", True
+    def parse(self, model_text: str) -> ParsedStep:
         step = parse_step(model_text, require_think=self.require_think)
-        index = self.rounds_used + 1
-        if step.kind is StepKind.ANSWER:
-            self._record(RoundRecord(index, model_text, step.kind))
-            self.trace.answer = step.answer
-            self.trace.done = True
-            return "", True
-        if self._in_final_turn():  # the extra turn after max_rounds: only an answer counts
-            self._record(RoundRecord(index, model_text, step.kind, step.reason, over_limit=True))
-            return self._halt()
-        call, executed = self._execute(step)
-        observation = call.observation if call is not None else MALFORMED_OUTPUT
-        self._record(RoundRecord(index, model_text, step.kind, step.reason, call, observation, executed))
-        if self._in_final_turn() and not self.final_answer_turn:
-            return self._halt()
-        return information_block(observation), False
+        return ParsedStep(step.kind, step.reason, step.answer, step)
 
-    def _execute(self, step: Step) -> tuple[GraphCall | None, bool]:
+    def execute(self, parsed: ParsedStep) -> tuple[GraphCall | None, str, bool]:
+        step: Step = parsed.payload
         if step.kind is StepKind.CALL and step.function is not None:
-            return self.api.call(step.function, step.args), True
+            call = self.api.call(step.function, step.args)
+            return call, call.observation, True
         if step.kind is StepKind.INVALID_CALL:
             code = _INVALID_CALL_CODES.get(step.problem or CallProblemCode.NOT_A_CALL, ErrorCode.NOT_A_CALL)
             observation = error_observation(code, step.function)
-            call = GraphCall(step.function or "", (), observation, CallError(code, step.reason or ""))
-            return call, False
-        return None, False
-
-    def _halt(self) -> tuple[str, bool]:
-        self.trace.halted = True
-        self.trace.done = True
-        return "", True
-
-    def _record(self, record: RoundRecord) -> None:
-        self.trace.rounds.append(record)
+            return GraphCall(step.function or "", (), observation, CallError(code, step.reason or "")), observation, False
+        return None, MALFORMED_OUTPUT, False
 
     # -- tools (one round each) ------------------------------------------------------------
     def _tool(self, function: str, *args: str) -> str:

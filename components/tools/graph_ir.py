@@ -130,6 +130,7 @@ __all__ = [
     "natural_key",
     "parse_graph_ir",
     "run_graph_tool",
+    "graph_tool_result",
     "solve",
     "to_networkx",
     "validate_ir",
@@ -1589,12 +1590,15 @@ def run_graph_tool(text: str, options: SolveOptions | None = None) -> str:
     >>> run_graph_tool("<graph>[1, 2]</graph>")[:68]
     '<result>{"status": "error", "code": "not_an_object", "message": "the'
     """
+    return f"<result>{json.dumps(graph_tool_result(text, options), ensure_ascii=False)}</result>"
+
+
+def graph_tool_result(text: str, options: SolveOptions | None = None) -> dict[str, Any]:
+    """The result of one tool call as a dict (an error dict for invalid IR); never raises."""
     ir = parse_graph_ir(text)
     if isinstance(ir, IRError):
-        body = json.dumps(ir.to_dict(), ensure_ascii=False)
-    else:
-        try:
-            body = solve(ir, options).to_json()
-        except Exception as exc:  # noqa: BLE001 - an observation, never a crash
-            body = json.dumps(IRError("internal_error", f"{type(exc).__name__}: {exc}").to_dict())
-    return f"<result>{body}</result>"
+        return ir.to_dict()
+    try:
+        return solve(ir, options).to_dict()
+    except Exception as exc:  # noqa: BLE001 - an observation, never a crash
+        return IRError("internal_error", f"{type(exc).__name__}: {exc}").to_dict()

@@ -240,28 +240,6 @@ class MiniLMEmbedder:
             if self.threads is not None:
                 torch.set_num_threads(previous_threads)
         return vectors[[row_of[t] for t in texts]]
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        iterator: Any = batches
-        if progress:
-            from tqdm.auto import tqdm
-
-            iterator = tqdm(batches, desc="embedding nodes", unit="batch")
-        with torch.inference_mode():
-            for batch in iterator:
-                enc = self.tokenizer(
-                    [texts[i] for i in batch],
-                    padding=True,
-                    truncation=True,
-                    max_length=self.max_seq_length,
-                    return_tensors="pt",
-                ).to(self.device)
-                hidden = self.model(**enc).last_hidden_state
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-                out[batch] = pooled.float().cpu().numpy()
-        return out
 
 
 _SHARED: dict[tuple[str, int | None], MiniLMEmbedder] = {}

@@ -1,0 +1,196 @@
+"""Episodes for the Python + Cypher sandbox (GraphCert) and the graph-IR solver (GRAIN), on the
+shared round loop of :mod:`components.tools.env` (the Graph-CoT episode lives in
+:mod:`components.tools.cot_env`).
+
+**Python + Cypher** (``python_cypher``): each step is exactly one fenced ```` ```python ```` block,
+run in the episode's persistent sandbox; the environment replies with the cell's output, its
+error and a summary of every traced result inside ``<information>``. ``<answer>…</answer>`` ends
+the episode; the evidence is what ``mark_evidence`` registered in the parent.
+
+**Graph IR** (``graph_ir``): each step is one ``<graph>{json IR}</graph>``; the environment replies
+with the solver's ``<result>…</result>``. ``<answer>…\\boxed{…}</answer>`` ends the episode (the
+boxed text, if any, is the answer).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.graph.schema import GraphSchema
+from components.tools.env import ParsedStep, RoundLoop, T_MAX, register_environment
+from components.tools.graph_ir import SolveOptions, graph_tool_result
+from components.tools.protocol import StepKind
+from components.tools.sandbox import CellResult, SandboxEpisode, SandboxLimits
+from components.tools.traced import TracedResult
+
+__all__ = ["CodeCall", "GraphIREnvironment", "IRCall", "PythonCypherEnvironment", "returned_node_ids"]
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
+_CODE = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.S)
+_GRAPH = re.compile(r"<graph>(.*?)</graph>", re.S)
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
+_ID_COLUMN = re.compile(r"(^|[._])id$", re.I)
+
+
+def returned_node_ids(result: TracedResult) -> tuple[str, ...]:
+    """Node ids a traced result returned: ids of node values and values of ``id``-like columns
+    (``id``, ``p.id``, ``paper_id``), distinct, in row order."""
+    seen: dict[str, None] = {}
+    id_cols = [i for i, c in enumerate(result.columns) if _ID_COLUMN.search(c)]
+    for row in result.rows:
+        for i, value in enumerate(row):
+            if isinstance(value, dict) and "_label" in value and "id" in value:
+                seen.setdefault(str(value["id"]), None)
+            elif i in id_cols and isinstance(value, (str, int)):
+                seen.setdefault(str(value), None)
+    return tuple(seen)
+
+
+@dataclass(frozen=True)
+class CodeCall:
+    """One code cell as a tool call."""
+
+    code: str
+    cell: CellResult
+    node_ids: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.cell.ok
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "node_ids": list(self.node_ids), **self.cell.to_json()}
+
+
+def _cell_observation(cell: CellResult, max_preview_rows: int = 5) -> str:
+    parts = []
+    if cell.stdout:
+        parts.append(cell.stdout.rstrip("\n") + (" …(output truncated)" if cell.stdout_truncated else ""))
+    for t in cell.traced:
+        preview = ", ".join(repr(r) for r in t.rows[:max_preview_rows])
+        more = " (truncated at the row limit)" if t.truncated else ""
+        parts.append(f"[{t.id}] {t.row_count} rows{more}; columns {list(t.columns)}; first rows: {preview}")
+    if cell.error:
+        parts.append(f"Error ({cell.error['code']}): {cell.error['message']}")
+    return "\n".join(parts) if parts else "(no output)"
+
+
+_PY_PROMPT = """\
+Answer the question using the graph. Each step, write exactly one Python code block (```python ...```). \
+Inside it, cypher(query, **params) runs one read-only Cypher query (Neo4j dialect, parameters as $name) \
+and returns a TracedResult (.rows, .columns, .truncated; at most 200 rows are kept); \
+mark_evidence(*results) marks the results your answer rests on; select_schema() shows the schema. \
+Variables persist between steps. When done, write <answer>...</answer>. At most {max_rounds} steps.
+
+Schema:
+{schema}
+
+Question: {question}"""
+
+
+@register_environment("python_cypher")
+class PythonCypherEnvironment(RoundLoop):
+    """GraphCert's sandbox as an episode. One sandbox process per episode (per ``reset``)."""
+
+    def __init__(
+        self,
+        query_path: Any,
+        schema: GraphSchema,
+        *,
+        limits: SandboxLimits = SandboxLimits(),
+        max_rounds: int = T_MAX,
+        final_answer_turn: bool = True,
+    ) -> None:
+        super().__init__(max_rounds=max_rounds, final_answer_turn=final_answer_turn)
+        self.query_path, self.schema, self.limits = query_path, schema, limits
+        self.sandbox: SandboxEpisode | None = None
+
+    def reset(self, **row: Any) -> str:
+        self.close()
+        self.start(row)
+        self.sandbox = SandboxEpisode(self.query_path, schema=self.schema, limits=self.limits)
+        question = row.get("question")
+        if not isinstance(question, str):
+            return ""
+        return _PY_PROMPT.format(max_rounds=self.max_rounds, schema=self.schema.to_text(counts=False), question=question)
+
+    def parse(self, model_text: str) -> ParsedStep:
+        answers, codes = _ANSWER.findall(model_text), _CODE.findall(model_text)
+        if answers and not codes:
+            return ParsedStep(StepKind.ANSWER, answer=answers[-1].strip())
+        if answers and codes:
+            return ParsedStep(StepKind.INVALID_FORMAT, "a step holds either one code block or the answer")
+        if len(codes) == 1:
+            return ParsedStep(StepKind.CALL, payload=codes[0])
+        if len(codes) > 1:
+            return ParsedStep(StepKind.INVALID_CALL, f"{len(codes)} code blocks; write one per step")
+        return ParsedStep(StepKind.INVALID_FORMAT, "no ```python code block and no <answer>")
+
+    def execute(self, step: ParsedStep) -> tuple[CodeCall | None, str, bool]:
+        if step.kind is not StepKind.CALL or self.sandbox is None:
+            return None, f"Invalid step: {step.reason}.", False
+        cell = self.sandbox.run(step.payload)
+        ids: dict[str, None] = {}
+        for t in cell.traced:
+            ids.update(dict.fromkeys(returned_node_ids(t)))
+        return CodeCall(step.payload, cell, tuple(ids)), _cell_observation(cell), True
+
+    @property
+    def evidence(self) -> list[TracedResult]:
+        return self.sandbox.evidence_results() if self.sandbox is not None else []
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+
+@dataclass(frozen=True)
+class IRCall:
+    text: str
+    result: dict[str, Any] = field(default_factory=dict)
+    node_ids: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.result.get("status") in {"ok", "no_solution"}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "result": self.result, "node_ids": list(self.node_ids)}
+
+
+@register_environment("graph_ir")
+class GraphIREnvironment(RoundLoop):
+    """GRAIN's graph-IR tool as an episode."""
+
+    def __init__(self, *, options: SolveOptions | None = None, max_rounds: int = T_MAX, final_answer_turn: bool = True) -> None:
+        super().__init__(max_rounds=max_rounds, final_answer_turn=final_answer_turn)
+        self.options = options
+
+    def reset(self, **row: Any) -> str:
+        self.start(row)
+        return str(row.get("question", ""))
+
+    def parse(self, model_text: str) -> ParsedStep:
+        answers, graphs = _ANSWER.findall(model_text), _GRAPH.findall(model_text)
+        if answers and not graphs:
+            boxed = _BOXED.findall(answers[-1])
+            return ParsedStep(StepKind.ANSWER, answer=(boxed[-1] if boxed else answers[-1]).strip())
+        if len(graphs) == 1 and not answers:
+            return ParsedStep(StepKind.CALL, payload=graphs[0])
+        if len(graphs) > 1:
+            return ParsedStep(StepKind.INVALID_CALL, f"{len(graphs)} <graph> blocks; write one per step")
+        return ParsedStep(StepKind.INVALID_FORMAT, "expected one <graph>…</graph> or <answer>…</answer>")
+
+    def execute(self, step: ParsedStep) -> tuple[IRCall | None, str, bool]:
+        if step.kind is not StepKind.CALL:
+            error = {"status": "error", "code": "invalid_step", "message": step.reason}
+            return None, json.dumps(error), False
+        result = graph_tool_result(step.payload, self.options)
+        return IRCall(step.payload, result), json.dumps(result, ensure_ascii=False), True
+
+    def reply(self, observation: str) -> str:
+        return f"\n\n<result>{observation}</result>\n\n"
