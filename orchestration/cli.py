@@ -138,6 +138,30 @@ def _cmd_sandbox_run(args: argparse.Namespace) -> int:
     return 0 if res.ok else 1
 
 
+def _cmd_tools_call(args: argparse.Namespace) -> int:
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.tools.graph_cot import GraphCoT
+    from components.tools.protocol import parse_call
+
+    parsed = parse_call(args.call)
+    if isinstance(parsed, str):
+        raise CliError(f"not a Graph-CoT call: {parsed}")
+    function, call_args = parsed
+    backend = _open(args.db)
+    try:
+        index = None
+        if function == "RetrieveNode":
+            from components.tools.retriever import NodeIndex, shared_embedder
+
+            index = NodeIndex.open(backend, shared_embedder(), progress=sys.stderr.isatty())
+        api = GraphCoT(backend, index=index, query_path=ReadOnlyQueryPath(backend, schema=backend.schema()), top_k=args.top_k)
+        call = api.call(function, call_args)
+    finally:
+        backend.close()
+    _emit({"ok": call.ok, **call.to_dict()})
+    return 0 if call.ok else 1
+
+
 # -- pipeline ------------------------------------------------------------------------------
 def _dagster_home() -> Path:
     from assets.resources import PROJECT_ROOT
@@ -226,6 +250,13 @@ def _parser() -> argparse.ArgumentParser:
     sbr.add_argument("--code", required=True, help="Python file to run")
     sbr.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds (default 10)")
     sbr.set_defaults(func=_cmd_sandbox_run)
+
+    tl = sub.add_parser("tools", help="the Graph-CoT function API").add_subparsers(dest="tools_command", required=True)
+    tc = tl.add_parser("call", help="run one call, e.g. 'NeighbourCheck[paper_3, CITES]'")
+    tc.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
+    tc.add_argument("call", help="RetrieveNode[text] | NodeFeature[id, feature] | NeighbourCheck[id, type] | NodeDegree[id, type]")
+    tc.add_argument("--top-k", type=int, default=1, help="RetrieveNode: how many ids (default 1)")
+    tc.set_defaults(func=_cmd_tools_call)
 
     demo = sub.add_parser("demo", help="materialize every asset of the default demo domain")
     demo.add_argument("--domain", default=None, help="another configured domain")
