@@ -33,6 +33,11 @@ SIZES = {"small": {"nodes": 5_000}, "50k": {"nodes": 50_000}, "1m": {"edges": 1_
 
 
 def _rss_mb() -> float:
+    """Peak resident set of this process image (VmHWM; ru_maxrss would include the memory of
+    the parent at fork time, since Linux keeps it across exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 

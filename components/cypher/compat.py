@@ -20,7 +20,11 @@ In short:
   ``toString``, ``toBoolean`` with Neo4j semantics, ``substring`` and list indexes/slices
   shifted to 1-based, ``log``→``ln``, ``round``, ``id``, ``labels`` …), pattern predicates and
   ``COUNT { }`` given an explicit ``MATCH``, list comprehensions to ``list_transform`` /
-  ``list_filter``, map projections to struct literals, ``n:Label`` to ``label(n) = 'Label'``.
+  ``list_filter`` (over positions for lists of nodes/relationships, where Ladybug's lambdas are
+  wrong), map projections to struct literals, ``n:Label`` to ``label(n) = 'Label'``,
+  ``sum`` of nothing to 0.
+* **Clauses** — an ordered ``WITH`` gets a one-row ``UNWIND`` barrier (Ladybug drops the
+  ORDER BY before an aggregation) and ``SKIP 0`` when it has neither SKIP nor LIMIT.
 * **Columns** — every un-aliased RETURN item is aliased with its rendered Neo4j text
   (:func:`alias_return_columns`, applied for both engines) and ``RETURN *`` is expanded in
   Neo4j's alphabetical order.

@@ -173,6 +173,8 @@ class ReadOnlyQueryPath:
         entry = self._cache.get(query)
         if entry is None:
             entry = self.prepared(query)
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise QueryExecutionError(f"limit must be a non-negative integer, not {limit!r}")
         if params:
             check_params(params)
         if entry.parameters and (params is None or not entry.parameters <= params.keys()):

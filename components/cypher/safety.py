@@ -59,6 +59,7 @@ _KEYWORD_REFUSALS: Final[dict[TokenKind, str]] = {
     TokenKind.USE: "USE is not allowed: a query runs against the one configured graph",
 }
 
+
 def _followed_by_word(*words: str) -> Callable[[Token], bool]:
     upper = frozenset(words)
     return lambda nxt: nxt.kind is TokenKind.IDENT and nxt.text.upper() in upper
@@ -108,7 +109,7 @@ _WORD_REFUSALS: Final[dict[str, tuple[Callable[[Token], bool], str]]] = {
 }
 
 #: Tokens after which a keyword is a name: property key, label/type, alias.
-_NAME_AFTER: Final = frozenset({TokenKind.DOT, TokenKind.COLON, TokenKind.AS, TokenKind.DOLLAR})
+_NAME_AFTER: Final = frozenset({TokenKind.DOT, TokenKind.COLON, TokenKind.AS})
 #: Tokens around ``|`` that make the keyword a relationship type name (``[:A|Set]``).
 _TYPE_LIST_END: Final = frozenset(
     {

@@ -67,6 +67,12 @@ def test_limit_sets_truncated(path: ReadOnlyQueryPath) -> None:
     assert result.rows == (("Alice",), ("Bob",)) and result.truncated
 
 
+@pytest.mark.parametrize("limit", [-1, 1.5, "3"])
+def test_bad_limits_are_refused(path: ReadOnlyQueryPath, limit: Any) -> None:
+    with pytest.raises(QueryExecutionError, match="limit"):
+        path.run("RETURN 1 AS x", limit=limit)
+
+
 def test_file_reads_are_refused_before_the_engine(recording: RecordingBackend) -> None:
     qp = ReadOnlyQueryPath(recording)
     for query in [
@@ -112,6 +118,11 @@ def test_neo4j_dialect_gets_aliasing_only() -> None:
     qp.run("MATCH (a)-[r:KNOWS*1..2]->(b) RETURN type(r[0]), a.name")
     assert fake.calls[0][0] == (
         "MATCH (a)-[r:KNOWS*1..2]->(b) RETURN type(r[0]) AS `type(r[0])`, a.name AS `a.name`"
+    )
+    qp.run("MATCH (a) WHERE (a)-->() AND NOT (a)-[:KNOWS]->() RETURN a")
+    assert fake.calls[1][0] == (
+        "MATCH (a) WHERE EXISTS { MATCH (a)-->() } AND NOT EXISTS { MATCH (a)-[:KNOWS]->() } "
+        "RETURN a AS a"
     )
     with pytest.raises(UnsafeQueryError):
         qp.run("CREATE (n)")
