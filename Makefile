@@ -33,10 +33,12 @@ demo: setup
 	$(BIN)/graphdojo demo
 
 test: setup
+	$(BIN)/ruff check --select F,E9 components assets orchestration tests benchmarks
 	PATH="$(CURDIR)/$(DVC_VENV)/bin:$$PATH" $(BIN)/python -m pytest -q
 
 bench: setup
 	$(BIN)/python benchmarks/graph_tools.py
+	$(BIN)/python benchmarks/tool_calls.py
 
 clean:
 	rm -rf data .dagster_home
