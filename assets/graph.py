@@ -3,7 +3,7 @@
 
 import dagster as dg
 
-from assets.resources import ArtifactStore
+from assets.resources import ArtifactStore, GraphBackendResource
 from components.graph.schema import GraphSchema
 from components.graph.snapshot import SNAPSHOT_VERSION, SourceSpec, build_snapshot
 from components.store import ArtifactRecord
@@ -53,8 +53,13 @@ def graph_snapshot_asset(domain: str, source: SourceSpec, description: str = "")
         description=f"Graph snapshot of the {domain} domain. {description}".strip(),
         tags={"domain": domain, "layer": "graph"},
     )
-    def _snapshot(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+    def _snapshot(
+        context: dg.AssetExecutionContext, store: ArtifactStore, graph: GraphBackendResource
+    ) -> dg.MaterializeResult:
         snap = build_snapshot(domain, source, store.layer_dir("graphs", domain))
+        with graph.open(snap.location) as backend:  # the stored snapshot opens read-only
+            if backend.schema() != snap.schema:
+                raise RuntimeError(f"stored snapshot {snap.location} does not match what was imported")
         store.catalog().record(
             ArtifactRecord(
                 asset="graph_snapshot",

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import dagster as dg
 
+from components.graph import GraphBackend, open_backend
 from components.store import Catalog
 
-__all__ = ["ArtifactStore", "PROJECT_ROOT"]
+__all__ = ["ArtifactStore", "GraphBackendResource", "PROJECT_ROOT"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,3 +31,23 @@ class ArtifactStore(dg.ConfigurableResource):
 
     def catalog(self) -> Catalog:
         return Catalog(self.root / "catalog.duckdb")
+
+
+class GraphBackendResource(dg.ConfigurableResource):
+    """Opens read-only backends: a Ladybug snapshot folder or a Neo4j URI (credentials from
+    the environment, never from config files)."""
+
+    timeout_ms: int = 30_000
+    buffer_pool_mb: int = 256
+    neo4j_user: str | None = None  # default: NEO4J_USER, else "neo4j"
+    neo4j_password: str | None = None  # default: NEO4J_PASSWORD
+
+    def open(self, location: str) -> GraphBackend:
+        if "://" in location:
+            creds = {
+                k: v
+                for k, v in {"user": self.neo4j_user, "password": self.neo4j_password}.items()
+                if v is not None
+            }
+            return open_backend(location, timeout_ms=self.timeout_ms, **creds)
+        return open_backend(location, timeout_ms=self.timeout_ms, buffer_pool_mb=self.buffer_pool_mb)

@@ -7,7 +7,7 @@ import os
 import dagster as dg
 
 from assets.graph import graph_snapshot_asset
-from assets.resources import PROJECT_ROOT, ArtifactStore
+from assets.resources import PROJECT_ROOT, ArtifactStore, GraphBackendResource
 from orchestration.domains import DomainConfig, default_domain, load_domains
 from orchestration.sensors import build_source_sensor, pipeline_job_name
 
@@ -38,7 +38,7 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
         asset_checks=[a for a in assets if isinstance(a, dg.AssetChecksDefinition)],
         jobs=jobs,
         sensors=[build_source_sensor(domains, jobs)],
-        resources={"store": ArtifactStore(data_root=root)},
+        resources={"store": ArtifactStore(data_root=root), "graph": GraphBackendResource()},
         executor=dg.in_process_executor,
         metadata={"default_domain": default_domain(domains)},
     )

@@ -109,3 +109,19 @@ def test_syntax_error_reports_position(backend) -> None:
     with pytest.raises(QuerySyntaxError) as info:
         backend.run("MATCH (p:Person RETURN p")
     assert "line 1" in str(info.value)
+
+
+def test_unreachable_neo4j_is_a_clear_error() -> None:
+    from components.graph.errors import DatabaseUnavailableError
+    from components.graph.neo4j import Neo4jBackend
+
+    with pytest.raises(DatabaseUnavailableError, match="Neo4j is unavailable"):
+        Neo4jBackend("bolt://127.0.0.1:9", "neo4j", "x", connection_timeout_s=2)
+
+
+def test_wrong_neo4j_credentials_are_a_clear_error(neo4j_uri: str) -> None:
+    from components.graph.errors import AuthenticationError
+    from components.graph.neo4j import Neo4jBackend
+
+    with pytest.raises(AuthenticationError, match="credentials"):
+        Neo4jBackend(neo4j_uri, "neo4j", "definitely-not-the-password")
