@@ -64,22 +64,22 @@ def normalize(value: Any) -> Any:
     raise TypeError(f"cannot normalise value of type {type(value).__name__}")
 
 
-def node_dict(label: str, properties: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"_label": label}
+def _entity(tag: str, name: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+    """``{tag: name, <non-null, non-internal properties>}`` with properties in name order."""
+    out: dict[str, Any] = {tag: name}
     for k in sorted(properties):
         v = properties[k]
         if v is not None and not k.startswith("_"):
             out[k] = normalize(v)
     return out
+
+
+def node_dict(label: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+    return _entity("_label", label, properties)
 
 
 def rel_dict(rel_type: str, properties: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"_type": rel_type}
-    for k in sorted(properties):
-        v = properties[k]
-        if v is not None and not k.startswith("_"):
-            out[k] = normalize(v)
-    return out
+    return _entity("_type", rel_type, properties)
 
 
 def path_dict(nodes: Iterable[dict[str, Any]], rels: Iterable[dict[str, Any]]) -> dict[str, Any]:
