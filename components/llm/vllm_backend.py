@@ -1,0 +1,118 @@
+"""In-process batched generation on a CUDA GPU with vLLM (the optional ``gpu`` extra).
+
+``vllm`` is imported only when a backend is created, so CPU machines never need it. Conversation
+``i`` is one vLLM request with ``seed + i`` and ``n`` completions (the seeding contract of
+:class:`~components.llm.base.SamplingParams`); ``LLM.chat`` applies the model's chat template
+(or ``chat_template``) with the generation prompt. vLLM cuts stop strings from the text and names
+the one that matched in ``stop_reason``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from components.llm.base import (
+    ChatMessage,
+    Generation,
+    LLMError,
+    SamplingParams,
+    register_backend,
+)
+from components.llm.models import load_model_dir, smollm2_hf_dir
+
+__all__ = ["VLLMBackend", "to_vllm_sampling"]
+
+_MISSING = "vllm is not installed: pip install '.[gpu]' on a CUDA machine"
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as exc:
+        raise LLMError(_MISSING) from exc
+    return vllm
+
+
+def to_vllm_sampling(vllm: Any, params: SamplingParams, i: int) -> Any:
+    """``vllm.SamplingParams`` for conversation ``i`` (``temperature == 0`` is greedy in vLLM too;
+    ``top_k == 0`` disables top-k in both)."""
+    return vllm.SamplingParams(
+        n=params.n,
+        seed=None if params.seed is None else params.seed + i,
+        stop=list(params.stop) or None,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        top_k=params.top_k,
+        max_tokens=params.max_new_tokens,
+    )
+
+
+@register_backend("vllm")
+class VLLMBackend:
+    """``model_dir``: a local HF folder (default: the converted SmolLM2). Extra keyword arguments go
+    to ``vllm.LLM`` (e.g. ``tensor_parallel_size``, ``enforce_eager``)."""
+
+    name = "vllm"
+
+    def __init__(
+        self,
+        model_dir: Path | str | None = None,
+        *,
+        dtype: str = "auto",
+        gpu_memory_utilization: float = 0.85,
+        max_model_len: int | None = 4096,
+        chat_template: str | None = None,
+        **llm_kwargs: Any,
+    ) -> None:
+        self._vllm = _import_vllm()
+        path = load_model_dir(model_dir if model_dir is not None else smollm2_hf_dir())
+        self.model_name = str(path)
+        self.chat_template = chat_template
+        try:
+            self._llm = self._vllm.LLM(
+                model=str(path),
+                dtype=dtype,
+                gpu_memory_utilization=gpu_memory_utilization,
+                max_model_len=max_model_len,
+                **llm_kwargs,
+            )
+        except Exception as exc:  # vLLM raises many kinds (CUDA, config, OOM)
+            raise LLMError(f"vllm could not load {path}: {exc}") from exc
+
+    def generate(
+        self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams
+    ) -> list[list[Generation]]:
+        if not conversations:
+            return []
+        sampling = [to_vllm_sampling(self._vllm, params, i) for i in range(len(conversations))]
+        t0 = time.perf_counter()
+        outputs = self._llm.chat(
+            [[dict(m) for m in conv] for conv in conversations],
+            sampling_params=sampling,
+            use_tqdm=False,
+            chat_template=self.chat_template,
+            add_generation_prompt=True,
+        )
+        latency = time.perf_counter() - t0
+        result = []
+        for out in outputs:
+            prompt_tokens = len(out.prompt_token_ids or ())
+            gens = []
+            for c in sorted(out.outputs, key=lambda c: c.index):
+                if c.finish_reason == "length":
+                    reason = "length"
+                elif isinstance(c.stop_reason, str):
+                    reason = c.stop_reason
+                else:
+                    reason = "eos"
+                gens.append(Generation(text=c.text, prompt_tokens=prompt_tokens,
+                                       completion_tokens=len(c.token_ids), stop_reason=reason,
+                                       latency_s=latency, token_ids=tuple(c.token_ids)))
+            result.append(gens)
+        return result
+
+    def close(self) -> None:
+        self._llm = None
