@@ -70,7 +70,7 @@ def format_answer(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return repr(round(value, 6))
     if isinstance(value, (list, tuple, set, frozenset)):
         return "; ".join(sorted(format_answer(v) for v in value))
     return "" if value is None else str(value)

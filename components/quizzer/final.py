@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from components.cypher.parse import parse_query
+from components.cypher.schema_check import used_triples
 from components.graph.schema import GraphSchema
 from components.tools.sandbox import SandboxEpisode, SandboxLimits
 from components.tools.traced import TracedResult
@@ -27,6 +29,7 @@ __all__ = [
     "FinalRun",
     "answer_in_rows",
     "answers_agree",
+    "direction_errors",
     "normalise_answer",
     "parse_answer",
     "run_final_program",
@@ -171,6 +174,30 @@ def answer_in_rows(value: Any, answer_type: str, evidence: list[TracedResult] | 
     return all(normalise_answer(a, "entity") in texts for a in atoms)
 
 
+def direction_errors(query: str, schema: GraphSchema) -> list[str]:
+    """Relationship patterns of ``query`` whose stated ``(source, type, target)`` (endpoints
+    known, directed) is not a schema triple — a wrong direction returns nothing on every
+    engine instead of an error.
+
+    >>> from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple
+    >>> s = GraphSchema.build([NodeLabel("A", {"id": "STRING"}), NodeLabel("B", {"id": "STRING"})],
+    ...                       [RelType("R", (Triple("A", "R", "B"),))])
+    >>> direction_errors("MATCH (b:B)-[:R]->(a:A) RETURN a", s)
+    ['(:B)-[:R]->(:A)']
+    """
+    try:
+        triples = used_triples(parse_query(query))
+    except Exception:  # noqa: BLE001 - unparseable queries are judged elsewhere
+        return []
+    bad = []
+    for t in triples:
+        if not t.directed or t.type is None:
+            continue
+        if not schema.has_triple(t.source, t.type, t.target):
+            bad.append(f"(:{t.source or ''})-[:{t.type}]->(:{t.target or ''})")
+    return bad
+
+
 #: sandbox / query error code -> failure reason (anything else is ``code_error``).
 ERROR_REASONS: Final[Mapping[str, str]] = {
     "timeout": "timeout",
@@ -227,7 +254,7 @@ def run_final_program(
     schema: GraphSchema | None,
     code: str,
     *,
-    limits: SandboxLimits = SandboxLimits(),
+    limits: SandboxLimits | None = None,
     episode_id: str | None = None,
 ) -> FinalRun:
     """Run ``code`` in a fresh sandbox; failure reasons: a query refused or failing
@@ -235,7 +262,7 @@ def run_final_program(
     ``forged_evidence``, ``no_evidence``, ``empty_output``, ``truncated_evidence``,
     ``sandbox_error``. Never raises for anything the code does."""
     try:
-        episode = SandboxEpisode(query_path, schema=schema, limits=limits, episode_id=episode_id)
+        episode = SandboxEpisode(query_path, schema=schema, limits=limits or SandboxLimits(), episode_id=episode_id)
     except Exception as exc:  # noqa: BLE001 - recorded, never raised
         return FinalRun(False, failure_reason="sandbox_error", failure_detail=str(exc))
     with episode:

@@ -1,0 +1,374 @@
+"""The LLM Quizzer (GraphCert): a model explores the graph through the sandbox and writes a
+question, its answer and the final program that proves it.
+
+Per episode: sample the axes (:func:`~components.quizzer.axes.sample_axes`) and a start node with
+its 1-hop neighbourhood; prompt with the schema (directions), the tool rules and output protocol
+(:mod:`components.quizzer.prompts`) and the neighbourhood; then loop, at most ``max_turns`` turns:
+
+* an exploration turn (one ```` ```python ```` block) runs in the episode's persistent sandbox
+  and the observation goes back as ``<information>…</information>``;
+* the final turn (a code block plus ``<question>…</question><answer>…</answer>``) is checked:
+  the code runs as the *final program* in a **fresh** sandbox
+  (:func:`~components.quizzer.final.run_final_program`); it must mark evidence and print an answer
+  that parses as the requested answer type and agrees with the stated one; its evidence queries
+  must follow the schema's directed triples.
+
+A failed episode gets **one** repair turn (the failure reason and a request for a minimal fix of
+the QA and regenerated evidence); the candidate records ``repaired=True`` when that succeeds.
+Every outcome — garbage, empty, endless (``max_new_tokens``) or tag-less output, code that
+crashes or times out, refused or schema-invalid queries, a backend exception — is a
+:class:`~components.quizzer.candidate.QACandidate` with a ``failure_reason``; nothing raises.
+
+**Batching.** :meth:`LLMQuizzer.generate` runs ``n`` episodes together: turn ``k`` of every
+episode still running is one ``backend.generate`` call, and so is the repair turn of every
+failed episode. Sampling seeds derive from the quizzer seed and the turn, so a fixed seed on a
+deterministic backend reproduces the candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from components.graph.schema import GraphSchema
+from components.llm.base import (
+    Generation,
+    GenerationBackend,
+    SamplingParams,
+)
+from components.quizzer.axes import Axes, sample_axes
+from components.quizzer.candidate import QACandidate, candidate_id, format_answer
+from components.quizzer.context import (
+    StartNode,
+    neighbourhood,
+    neighbourhood_text,
+    sample_node,
+)
+from components.quizzer.final import (
+    AnswerParseError,
+    answer_in_rows,
+    answers_agree,
+    direction_errors,
+    parse_answer,
+    run_final_program,
+)
+from components.quizzer.prompts import (
+    information_message,
+    repair_message,
+    system_prompt,
+    task_message,
+)
+from components.tools.sandbox import CellResult, SandboxEpisode, SandboxLimits
+
+__all__ = ["LLMQuizzer", "LLMQuizzerConfig", "ParsedTurn", "candidates_to_jsonl", "parse_turn"]
+
+_CODE: Final = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+_QUESTION: Final = re.compile(r"<question>(.*?)</question>", re.DOTALL)
+_ANSWER: Final = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_OPEN_TAG: Final = re.compile(r"<(question|answer)>", re.DOTALL)
+_NO_REPAIR: Final = frozenset({"no_start_node", "backend_error"})
+
+
+@dataclass(frozen=True)
+class LLMQuizzerConfig:
+    """Loop budget and sampling. ``max_turns`` counts exploration and final turns (the repair
+    turn comes on top)."""
+
+    max_turns: int = 4
+    max_new_tokens: int = 384
+    temperature: float = 0.7
+    top_p: float = 0.95
+    top_k: int = 0
+    repair: bool = True
+    preview_rows: int = 5
+    observation_chars: int = 2000
+    answer_types: tuple[str, ...] | None = None  # restrict the axis draws (None: all)
+    difficulties: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ParsedTurn:
+    kind: str  # "explore" | "final" | "invalid" | "empty"
+    code: str | None = None
+    question: str | None = None
+    answer: str | None = None
+    reason: str | None = None
+
+
+def parse_turn(text: str) -> ParsedTurn:
+    """Classify one model turn under the output protocol (see :mod:`components.quizzer.prompts`).
+
+    >>> parse_turn("```python\\nprint(1)\\n```").kind
+    'explore'
+    >>> parse_turn("```python\\nprint(1)\\n```<question>Q?</question><answer>A</answer>").kind
+    'final'
+    >>> parse_turn("hello").reason
+    'no_code'
+    """
+    if not isinstance(text, str) or not text.strip():
+        return ParsedTurn("empty", reason="empty_output")
+    codes = [c for c in _CODE.findall(text) if c.strip()]
+    questions, answers = _QUESTION.findall(text), _ANSWER.findall(text)
+    if questions or answers or _OPEN_TAG.search(text):
+        code = codes[-1] if codes else None
+        q = questions[-1].strip() if questions else None
+        a = answers[-1].strip() if answers else None
+        if code is None:
+            return ParsedTurn("final", None, q, a, "no_final_code")
+        if not q or a is None:
+            return ParsedTurn("final", code, q, a, "missing_tags")
+        return ParsedTurn("final", code, q, a)
+    if len(codes) == 1:
+        return ParsedTurn("explore", codes[0])
+    if len(codes) > 1:
+        return ParsedTurn("invalid", reason="multiple_code_blocks")
+    return ParsedTurn("invalid", reason="no_code")
+
+
+def _observation(cell: CellResult, preview: int, limit: int) -> str:
+    parts = []
+    if cell.stdout:
+        parts.append(cell.stdout.rstrip("\n"))
+    for t in cell.traced:
+        rows = ", ".join(repr(r) for r in t.rows[:preview])
+        parts.append(f"[{t.id}] {t.row_count} rows{' (truncated)' if t.truncated else ''}; columns {list(t.columns)}; first rows: {rows}")
+    if cell.error:
+        parts.append(f"Error ({cell.error.get('code')}): {cell.error.get('message')}")
+    text = "\n".join(parts) if parts else "(no output)"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class _Episode:
+    index: int
+    cand: QACandidate
+    axes: Axes | None
+    messages: list[dict[str, str]] = field(default_factory=list)
+    sandbox: SandboxEpisode | None = None
+    done: bool = False
+    turns: int = 0
+    last_issue: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+
+class LLMQuizzer:
+    """GraphCert's LLM Quizzer over a :class:`~components.llm.base.GenerationBackend`."""
+
+    kind = "llm"
+
+    def __init__(self, query_path: Any, schema: GraphSchema, backend: GenerationBackend, *, seed: int = 0,
+                 limits: SandboxLimits | None = None, config: LLMQuizzerConfig | None = None) -> None:
+        self.query_path, self.schema, self.backend = query_path, schema, backend
+        self.seed = seed
+        self.limits = limits if limits is not None else SandboxLimits()
+        self.config = config if config is not None else LLMQuizzerConfig()
+        self._system = system_prompt(schema, max_turns=self.config.max_turns)
+
+    # -- setup ---------------------------------------------------------------------------
+    def _episode(self, index: int) -> _Episode:
+        rng = np.random.default_rng([self.seed, index])
+        axes = sample_axes(rng, answer_types=self.config.answer_types, difficulties=self.config.difficulties)
+        cand = QACandidate(id=candidate_id(self.seed, index, self.kind), quizzer=self.kind, seed=self.seed,
+                           index=index, answer_type=axes.answer_type, axes=axes.to_dict(),
+                           model=str(getattr(self.backend, "model_name", "")))
+        ep = _Episode(index, cand, axes)
+        start: StartNode | None = sample_node(self.query_path, self.schema, rng)
+        if start is None:
+            cand.fail("no_start_node")
+            ep.done = True
+            return ep
+        nb = neighbourhood(self.query_path, self.schema, start)
+        cand.start_node, cand.neighbourhood = start.to_dict(), nb
+        pk = self.schema.labels[start.label].primary_key
+        ep.messages = [
+            {"role": "system", "content": self._system},
+            {"role": "user", "content": task_message(axes, start.to_dict(), pk, neighbourhood_text(nb))},
+        ]
+        return ep
+
+    def _params(self, turn: int) -> SamplingParams:
+        c = self.config
+        return SamplingParams(max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
+                              top_k=c.top_k, stop=("</answer>",), seed=self.seed * 1_000_003 + turn * 7919)
+
+    def _call(self, eps: list[_Episode], turn: int) -> list[Generation | None]:
+        """One batched generation for ``eps``; a backend failure fails those episodes."""
+        if not eps:
+            return []
+        t0 = time.perf_counter()
+        try:
+            outs = self.backend.generate([list(ep.messages) for ep in eps], self._params(turn))
+        except Exception as exc:  # noqa: BLE001 - recorded, never raised
+            for ep in eps:
+                ep.cand.fail("backend_error", f"{type(exc).__name__}: {exc}")
+                ep.done = True
+            return [None] * len(eps)
+        wall = time.perf_counter() - t0
+        gens: list[Generation | None] = []
+        for ep, out in zip(eps, outs):
+            gen = out[0] if out else None
+            if gen is not None:
+                ep.cand.prompt_tokens += int(gen.prompt_tokens)
+                ep.cand.completion_tokens += int(gen.completion_tokens)
+            ep.cand.latency_s += gen.latency_s if gen is not None and gen.latency_s else wall
+            gens.append(gen)
+        return gens
+
+    # -- turns ---------------------------------------------------------------------------
+    @staticmethod
+    def _text(gen: Generation | None) -> tuple[str, str]:
+        if gen is None:
+            return "", "none"
+        text = gen.text if isinstance(gen.text, str) else ""
+        if gen.stop_reason == "</answer>":
+            text += "</answer>"
+        return text, gen.stop_reason
+
+    def _step(self, ep: _Episode, gen: Generation | None, *, repair: bool = False) -> None:
+        text, stop = self._text(gen)
+        ep.turns += 1
+        ep.messages.append({"role": "assistant", "content": text})
+        turn = parse_turn(text)
+        record: dict[str, Any] = {"turn": ep.turns, "repair": repair, "model_text": text, "stop_reason": stop,
+                                  "kind": turn.kind, "reason": turn.reason}
+        ep.cand.trace.append(record)
+        if turn.kind == "final":
+            self._final(ep, turn, record)
+            ep.done = True
+            return
+        if repair:  # the repair turn must be a final turn
+            ep.cand.fail(turn.reason or "missing_tags", "the repair turn was not a final turn")
+            ep.done = True
+            return
+        ep.last_issue = turn.reason if turn.kind in ("empty", "invalid") else None
+        if turn.kind == "explore":
+            if ep.sandbox is None:
+                ep.sandbox = SandboxEpisode(self.query_path, schema=self.schema, limits=self.limits,
+                                            episode_id=f"{ep.cand.id}-explore")
+            t0 = time.perf_counter()
+            cell = ep.sandbox.run(turn.code or "")
+            ep.cand.latency_s += time.perf_counter() - t0
+            obs = _observation(cell, self.config.preview_rows, self.config.observation_chars)
+            record["cell"] = cell.to_json()
+        else:
+            obs = ("Invalid turn: write exactly one ```python block, or the final turn (one ```python block "
+                   "then <question>...</question><answer>...</answer>).")
+        record["observation"] = obs
+        ep.messages.append({"role": "user", "content": information_message(obs)})
+        if ep.turns >= self.config.max_turns:
+            reason = ep.last_issue if ep.last_issue in ("empty_output", "no_code") else "loop_limit"
+            ep.cand.fail(reason, f"no final turn in {self.config.max_turns} turns")
+            ep.done = True
+
+    def _final(self, ep: _Episode, turn: ParsedTurn, record: dict[str, Any]) -> None:
+        cand, answer_type = ep.cand, ep.cand.answer_type
+        cand.question, cand.answer = turn.question or "", turn.answer or ""
+        cand.final_program = turn.code or ""
+        cand.failure_reason = cand.failure_detail = None
+        cand.evidence, cand.answer_value = [], None
+        if turn.reason is not None:
+            cand.fail(turn.reason)
+            return
+        t0 = time.perf_counter()
+        run = run_final_program(self.query_path, self.schema, cand.final_program, limits=self.limits,
+                                episode_id=f"{cand.id}-final{'-repair' if record['repair'] else ''}")
+        cand.latency_s += time.perf_counter() - t0
+        record["final_run"] = run.to_dict()
+        cand.evidence = [t.to_json() for t in run.evidence]
+        if not run.ok:
+            cand.fail(run.failure_reason or "code_error", run.failure_detail)
+            return
+        wrong = [w for t in run.evidence for w in direction_errors(t.query, self.schema)]
+        if wrong:
+            cand.fail("schema_error", "relationship direction not in the schema: " + ", ".join(wrong))
+            return
+        if not cand.answer.strip():
+            cand.fail("empty_answer")
+            return
+        try:
+            stated = parse_answer(cand.answer, answer_type)
+        except AnswerParseError as exc:
+            cand.fail("unparseable_answer", f"stated answer: {exc}")
+            return
+        try:
+            printed = parse_answer(run.printed, answer_type)
+        except AnswerParseError as exc:
+            cand.fail("answer_mismatch", f"printed answer {run.printed!r} is not a {answer_type}: {exc}")
+            return
+        if not answers_agree(stated, printed, answer_type):
+            cand.fail("answer_mismatch", f"printed {run.printed!r} but stated {cand.answer!r}")
+            return
+        cand.answer_value, cand.answer = stated, format_answer(stated)
+        cand.meta["answer_in_evidence"] = answer_in_rows(stated, answer_type, run.evidence)
+
+    # -- public --------------------------------------------------------------------------
+    def generate(self, n: int, progress: Callable[[int, int], None] | None = None,
+                 *, start_index: int = 0) -> list[QACandidate]:
+        """``n`` candidates (failed ones included, each with its reason), in index order."""
+        eps = []
+        for i in range(start_index, start_index + n):
+            try:
+                eps.append(self._episode(i))
+            except Exception as exc:  # noqa: BLE001 - a failed setup is a failed candidate
+                cand = QACandidate(id=candidate_id(self.seed, i, self.kind), quizzer=self.kind, seed=self.seed, index=i)
+                eps.append(_Episode(i, cand.fail("no_start_node", f"{type(exc).__name__}: {exc}"), None, done=True))
+        finished = 0
+        try:
+            for turn in range(self.config.max_turns):
+                active = [ep for ep in eps if not ep.done]
+                if not active:
+                    break
+                for ep, gen in zip(active, self._call(active, turn)):
+                    if not ep.done:
+                        self._guarded(ep, gen)
+                finished = self._report(eps, finished, progress, n, final=False)
+            if self.config.repair:
+                failed = [ep for ep in eps if ep.cand.failure_reason not in _NO_REPAIR and not ep.cand.ok]
+                for ep in failed:
+                    ep.messages.append({"role": "user", "content": repair_message(
+                        ep.cand.failure_reason or "failed", ep.cand.failure_detail, ep.cand.answer_type)})
+                    ep.cand.trace.append({"kind": "repair_request", "failure_reason": ep.cand.failure_reason,
+                                          "failure_detail": ep.cand.failure_detail})
+                    ep.cand.meta["first_failure"] = ep.cand.failure_reason
+                gens = self._call(failed, self.config.max_turns)
+                for ep, gen in zip(failed, gens):
+                    if ep.cand.failure_reason == "backend_error" and gen is None:
+                        continue
+                    self._guarded(ep, gen, repair=True)
+                    ep.cand.repaired = ep.cand.ok
+        finally:
+            for ep in eps:
+                ep.close()
+        self._report(eps, 0, progress, n, final=True)
+        return [ep.cand for ep in eps]
+
+    def _guarded(self, ep: _Episode, gen: Generation | None, *, repair: bool = False) -> None:
+        try:
+            self._step(ep, gen, repair=repair)
+        except Exception as exc:  # noqa: BLE001 - a bug in one episode must not end the batch
+            ep.cand.fail("sandbox_error", f"{type(exc).__name__}: {exc}")
+            ep.done = True
+
+    @staticmethod
+    def _report(eps: list[_Episode], before: int, progress: Callable[[int, int], None] | None, n: int,
+                *, final: bool) -> int:
+        done = sum(ep.done for ep in eps) if not final else n
+        if progress is not None and done != before:
+            progress(done, n)
+        return done
+
+
+def candidates_to_jsonl(cands: list[QACandidate]) -> str:
+    """One JSON record per line (:meth:`QACandidate.to_record`)."""
+    return "".join(json.dumps(c.to_record(), ensure_ascii=False) + "\n" for c in cands)

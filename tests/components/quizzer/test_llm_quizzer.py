@@ -1,0 +1,206 @@
+"""The LLM Quizzer: failure recording and repair driven by a scripted backend (a test double for
+model *output*), batching, and the loop on a real tiny model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from components.llm.base import (
+    ChatMessage,
+    Generation,
+    GenerationBackend,
+    SamplingParams,
+)
+from components.quizzer.candidate import FAILURE_REASONS, QACandidate
+from components.quizzer.llm_quizzer import LLMQuizzer, LLMQuizzerConfig, parse_turn
+from components.tools.sandbox import SandboxLimits
+
+LIMITS = SandboxLimits(cell_timeout_s=2.0)
+
+Script = Callable[[Sequence[ChatMessage], int], "str | tuple[str, str]"]
+
+
+class ScriptedBackend:
+    """Implements :class:`GenerationBackend` by returning pre-written texts: ``script(conversation,
+    turn)`` gives the text (or ``(text, stop_reason)``) for turn ``turn`` (0-based)."""
+
+    name = "scripted"
+    model_name = "scripted"
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.batches: list[int] = []
+
+    def generate(self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams) -> list[list[Generation]]:
+        self.batches.append(len(conversations))
+        out = []
+        for conv in conversations:
+            turn = sum(1 for m in conv if m["role"] == "assistant")
+            res = self.script(conv, turn)
+            text, stop = res if isinstance(res, tuple) else (res, "eos")
+            if stop == "</answer>":
+                text = text.split("</answer>")[0]
+            out.append([Generation(text, 100, max(1, len(text) // 4), stop)])
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def final_turn(code: str, question: str = "How many authors are there?", answer: str = "{n}") -> str:
+    return f"```python\n{code}\n```\n<question>{question}</question>\n<answer>{answer}</answer>"
+
+
+COUNT = 'r = cypher("MATCH (a:Author) RETURN count(a) AS c")\nanswer = r.rows[0][0]\nmark_evidence(r)\nprint(answer)'
+
+
+@pytest.fixture()
+def academic(demo_paths):
+    qp, schema = demo_paths["academic"]
+    n_authors = qp.run("MATCH (a:Author) RETURN count(a) AS c").rows[0][0]
+    return qp, schema, n_authors
+
+
+def run(academic, script: Script, n: int = 1, **config) -> tuple[list[QACandidate], ScriptedBackend]:
+    qp, schema, _ = academic
+    backend = ScriptedBackend(script)
+    assert isinstance(backend, GenerationBackend)
+    cfg = LLMQuizzerConfig(**{"max_turns": 3, "answer_types": ("number",), **config})
+    cands = LLMQuizzer(qp, schema, backend, seed=0, limits=LIMITS, config=cfg).generate(n)
+    for c in cands:
+        json.dumps(c.to_record())
+        assert QACandidate.from_record(c.to_record()) == c
+        assert c.failure_reason is None or c.failure_reason in FAILURE_REASONS
+    return cands, backend
+
+
+def test_explore_then_final_makes_a_complete_candidate(academic) -> None:
+    n = academic[2]
+    script = lambda conv, t: ["```python\nr = cypher('MATCH (a:Author) RETURN a.name AS n LIMIT 3')\nprint(r.rows)\n```",
+                              final_turn(COUNT, answer=str(n))][t]
+    (c,), _ = run(academic, script)
+    assert c.ok, (c.failure_reason, c.failure_detail)
+    assert c.answer_value == n and c.answer == str(n) and not c.repaired
+    assert [e["rows"] for e in c.evidence] == [[[n]]] and c.evidence[0]["query"].startswith("MATCH (a:Author)")
+    assert c.final_program.strip() == COUNT and c.axes["answer_type"] == "number"
+    assert "3 rows" in c.trace[0]["observation"] and c.trace[1]["final_run"]["ok"]
+    assert c.prompt_tokens == 200 and c.completion_tokens > 0 and c.meta["answer_in_evidence"]
+    assert c.start_node["label"] and c.neighbourhood["hops"]
+
+
+BAD_FINALS = {
+    "code_error": final_turn("x = 1 / 0"),
+    "timeout": final_turn("while True:\n    pass"),
+    "unsafe_query": final_turn('r = cypher("MATCH (a:Author) DETACH DELETE a")\nmark_evidence(r)\nprint(0)', answer="0"),
+    "schema_error": final_turn('r = cypher("MATCH (a:Writer) RETURN count(a) AS c")\nmark_evidence(r)\nprint(r.rows[0][0])'),
+    "no_evidence": final_turn('r = cypher("MATCH (a:Author) RETURN count(a) AS c")\nprint(r.rows[0][0])'),
+    "answer_mismatch": final_turn(COUNT, answer="-5"),
+    "unparseable_answer": final_turn(COUNT, answer="lots of them"),
+    "no_final_code": "<question>How many authors?</question><answer>3</answer>",
+    "missing_tags": "```python\nprint(1)\n```\n<question>How many authors?</question>",
+    "empty_output": "",
+    "forged_evidence": final_turn('mark_evidence({"id": "x:q1", "rows": []})\nprint(1)', answer="1"),
+}
+
+
+@pytest.mark.parametrize("reason", sorted(BAD_FINALS))
+def test_bad_final_turns_are_failed_candidates_with_a_reason(academic, reason: str) -> None:
+    n = academic[2]
+    text = BAD_FINALS[reason].replace("{n}", str(n))
+    (c,), backend = run(academic, lambda conv, t: text, max_turns=1, repair=False)
+    assert c.failure_reason == reason, (c.failure_reason, c.failure_detail)
+    assert c.failure_detail and not c.repaired and backend.batches == [1]
+
+
+def test_wrong_direction_is_a_schema_error(academic) -> None:
+    code = ('r = cypher("MATCH (p:Paper)-[:WROTE]->(a:Author) RETURN count(a) AS c")\n'
+            "mark_evidence(r)\nprint(r.rows[0][0])")
+    (c,), _ = run(academic, lambda conv, t: final_turn(code, answer="0"), max_turns=1, repair=False)
+    assert c.failure_reason == "schema_error" and "(:Paper)-[:WROTE]->(:Author)" in c.failure_detail
+
+
+@pytest.mark.parametrize(("texts", "reason"), [
+    (["garbage \x00\x01 ~~~", "more garbage", "<<<>>>"], "no_code"),
+    (["", "", ""], "empty_output"),
+    (["```python\nprint(1)\n```"] * 3, "loop_limit"),
+    ([("word " * 500, "length")] * 3, "no_code"),  # endless output, cut at max_new_tokens
+])
+def test_garbage_empty_tagless_and_endless_output(academic, texts, reason: str) -> None:
+    (c,), _ = run(academic, lambda conv, t: texts[t], repair=False)
+    assert c.failure_reason == reason and len(c.trace) == 3
+
+
+def test_one_bounded_repair_pass(academic) -> None:
+    n = academic[2]
+    seen: list[str] = []
+
+    def script(conv, t):
+        if t == 0:
+            return final_turn("x = undefined_name")
+        seen.append(conv[-1]["content"])
+        return final_turn(COUNT, answer=str(n))
+
+    (c,), backend = run(academic, script)
+    assert c.ok and c.repaired and c.meta["first_failure"] == "code_error"
+    assert "code_error" in seen[0] and "NameError" in seen[0] and backend.batches == [1, 1]
+    assert [r.get("kind") for r in c.trace] == ["final", "repair_request", "final"]
+    # the repair is bounded: a failed repair stays failed, no second repair
+    (c2,), backend2 = run(academic, lambda conv, t: final_turn("x = undefined_name"))
+    assert c2.failure_reason == "code_error" and not c2.repaired and backend2.batches == [1, 1]
+
+
+def test_turn_k_of_all_episodes_is_one_batched_call(academic) -> None:
+    n = academic[2]
+
+    def script(conv, t):  # one exploration turn, then the final turn
+        return final_turn(COUNT, answer=str(n)) if t >= 1 else "```python\nprint(2)\n```"
+
+    cands, backend = run(academic, script, n=5)
+    assert backend.batches == [5, 5] and all(c.ok for c in cands)
+    assert [c.index for c in cands] == list(range(5)) and len({c.id for c in cands}) == 5
+
+
+def test_a_backend_exception_is_recorded(academic) -> None:
+    def boom(conv, t):
+        raise RuntimeError("CUDA out of memory")
+
+    (c,), _ = run(academic, boom)
+    assert c.failure_reason == "backend_error" and "out of memory" in c.failure_detail
+
+
+def test_parse_turn_protocol() -> None:
+    assert parse_turn("```python\na\n```\n```python\nb\n```").reason == "multiple_code_blocks"
+    t = parse_turn("```python\nx\n```<question> Q </question><answer> 4 </answer>")
+    assert (t.kind, t.code, t.question, t.answer) == ("final", "x\n", "Q", "4")
+    assert parse_turn("   ").kind == "empty"
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from components.llm.models import tiny_random_model
+
+    return tiny_random_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+def test_the_loop_on_a_real_tiny_model(demo_paths, tiny_model: Path) -> None:
+    from components.llm.transformers_backend import TransformersBackend
+
+    qp, schema = demo_paths["ecommerce"]
+    backend = TransformersBackend(tiny_model)
+    cfg = LLMQuizzerConfig(max_turns=1, max_new_tokens=12)
+    runs = [LLMQuizzer(qp, schema, backend, seed=3, limits=LIMITS, config=cfg).generate(3) for _ in range(2)]
+    cands = runs[0]
+    assert len(cands) == 3
+    for c in cands:
+        assert c.failure_reason in FAILURE_REASONS  # random weights: failed, with a reason
+        assert c.completion_tokens > 0 and c.prompt_tokens > 0 and c.latency_s > 0
+        assert [r["model_text"] for r in c.trace if "model_text" in r]
+        assert c.model == backend.model_name
+        json.dumps(c.to_record())
+    # seeded sampling: the same seed gives the same transcripts
+    assert [[r.get("model_text") for r in c.trace] for c in runs[0]] == [[r.get("model_text") for r in c.trace] for c in runs[1]]
+    backend.close()
