@@ -6,6 +6,7 @@ import os
 
 import dagster as dg
 
+from assets.generation import qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from assets.resources import PROJECT_ROOT, ArtifactStore, GraphBackendResource
 from orchestration.domains import DomainConfig, default_domain, load_domains
@@ -16,7 +17,10 @@ __all__ = ["build_definitions", "defs"]
 
 def domain_assets(cfg: DomainConfig) -> list:
     """Every asset (and check) of one domain, in layer order."""
-    return [*graph_snapshot_asset(cfg.name, cfg.source, cfg.description)]
+    return [
+        *graph_snapshot_asset(cfg.name, cfg.source, cfg.description),
+        *qa_candidates_asset(cfg.name, cfg.quiz),
+    ]
 
 
 def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root: str | None = None) -> dg.Definitions:

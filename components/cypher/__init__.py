@@ -11,12 +11,15 @@ from components.cypher.compat import (
     to_ladybug,
     to_neo4j,
 )
+from components.cypher.features import Derivation, DerivationError, derive, features_json
 from components.cypher.parse import ParsedQuery, parse_query, render, tokenize
 from components.cypher.query_path import ReadOnlyQueryPath, check_params
 from components.cypher.safety import check_read_only, check_tree, scan_tokens
 from components.cypher.schema_check import UsedTriple, check_schema, used_triples
 
 __all__ = [
+    "Derivation",
+    "DerivationError",
     "LADYBUG_MAX_HOPS",
     "SUPPORTED_FUNCTIONS",
     "ParsedQuery",
@@ -27,6 +30,8 @@ __all__ = [
     "check_read_only",
     "check_schema",
     "check_tree",
+    "derive",
+    "features_json",
     "parse_query",
     "render",
     "scan_tokens",

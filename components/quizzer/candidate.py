@@ -31,6 +31,7 @@ QUIZZER_KINDS: Final = ("template", "llm")
 FAILURE_REASONS: Final[Mapping[str, str]] = {
     "empty_output": "the model produced no text",
     "no_code": "no ```python block in a turn that needed one",
+    "multiple_code_blocks": "a turn held more than one ```python block",
     "no_final_code": "the final turn had no code block recomputing the answer",
     "missing_tags": "no <question>…</question><answer>…</answer> in the final turn",
     "loop_limit": "the turn budget ran out before a final answer",
@@ -50,6 +51,7 @@ FAILURE_REASONS: Final[Mapping[str, str]] = {
     "no_template": "no template fits the requested axes on this node",
     "sandbox_error": "the sandbox could not run the program",
     "backend_error": "the generation backend failed",
+    "internal_error": "a bug in the quizzer, recorded on the candidate instead of raised",
 }
 
 

@@ -357,7 +357,7 @@ class LLMQuizzer:
         try:
             self._step(ep, gen, repair=repair)
         except Exception as exc:  # noqa: BLE001 - a bug in one episode must not end the batch
-            ep.cand.fail("sandbox_error", f"{type(exc).__name__}: {exc}")
+            ep.cand.fail("internal_error", f"{type(exc).__name__}: {exc}")
             ep.done = True
 
     @staticmethod

@@ -9,6 +9,12 @@ Schema of a file::
       format: generator | grbench-json | csv | cypher-script | neo4j
       src: <generator name | path (relative to the YAML file) | bolt/neo4j URI>
       options: {...}          # importer options (seed, scale, ...) or Neo4j user/database
+    quiz:                     # optional: QuizConfig (components/quizzer/run.py)
+      template_n: 60          # template-quizzer candidates
+      llm_n: 2                # LLM-quizzer candidates (SmolLM2 on CPU by default)
+      seed: 0
+      backend: transformers   # or openai / vllm, with backend_options
+      llm: {max_turns: 2, max_new_tokens: 192}
 
 Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
 """
@@ -22,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from components.graph.snapshot import SourceSpec
+from components.quizzer.run import QuizConfig
 
 __all__ = ["DomainConfig", "DOMAINS_DIR", "default_domain", "load_domains"]
 
@@ -40,6 +47,7 @@ class DomainConfig:
     description: str = ""
     default: bool = False
     path: str = ""
+    quiz: QuizConfig = QuizConfig()
 
 
 def _load(path: Path) -> DomainConfig:
@@ -58,8 +66,13 @@ def _load(path: Path) -> DomainConfig:
     name = str(raw["name"])
     if not name.replace("_", "").isalnum():
         raise DomainConfigError(f"{path}: domain name {name!r} must be alphanumeric/underscore")
+    try:
+        quiz = QuizConfig.from_dict(raw.get("quiz"))
+    except (TypeError, ValueError) as exc:
+        raise DomainConfigError(f"{path}: quiz: {exc}") from exc
     return DomainConfig(
         name=name,
+        quiz=quiz,
         source=SourceSpec(str(src["format"]), location, dict(src.get("options") or {})),
         description=str(raw.get("description", "")),
         default=bool(raw.get("default", False)),

@@ -58,3 +58,16 @@ def test_ids_reasons_and_answer_strings() -> None:
     assert {"no_final_code", "no_evidence", "code_error", "timeout", "empty_output", "unparseable_answer",
             "unsafe_query", "schema_error"} <= set(FAILURE_REASONS)
     assert (format_answer(False), format_answer(2.50), format_answer(209612.34)) == ("no", "2.5", "209612.34")
+
+
+def test_every_failure_code_the_quizzers_use_is_declared() -> None:
+    """A code missing from FAILURE_REASONS makes ``fail()`` raise inside the quizzer loop."""
+    import re
+    from pathlib import Path
+
+    from components.quizzer.candidate import FAILURE_REASONS
+
+    root = Path(__file__).resolve().parents[3] / "components" / "quizzer"
+    src = "".join(p.read_text() for p in root.glob("*.py"))
+    used = set(re.findall(r'\.fail\(\s*"([a-z_]+)"', src)) | set(re.findall(r'reason="([a-z_]+)"', src))
+    assert used and used <= set(FAILURE_REASONS), sorted(used - set(FAILURE_REASONS))

@@ -1,0 +1,190 @@
+"""Running the quizzers for one graph snapshot: config, run, Parquet I/O and a summary.
+
+This is what the ``qa_candidates`` asset and ``graphdojo quiz`` call; both stay thin.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from components.quizzer.candidate import QACandidate
+from components.quizzer.llm_quizzer import LLMQuizzer, LLMQuizzerConfig
+from components.quizzer.template import TemplateQuizzer
+from components.store.fingerprint import chain_fingerprint
+
+__all__ = [
+    "QUIZ_VERSION",
+    "QuizConfig",
+    "QuizRun",
+    "TqdmProgress",
+    "quiz_fingerprint",
+    "read_candidates",
+    "run_quiz",
+    "summarize",
+    "write_candidates",
+]
+
+QUIZ_VERSION = "quiz-1"
+Progress = Callable[[str, int, int], None]  # (quizzer kind, done, total)
+
+
+@dataclass(frozen=True)
+class QuizConfig:
+    """Which quizzers run and how many candidates each makes (a domain YAML's ``quiz:``).
+
+    ``backend``/``backend_options`` choose the generation backend for the LLM Quizzer
+    (``transformers`` with SmolLM2 by default; ``model_dir`` for any local HF folder;
+    ``openai`` with ``base_url`` and ``model``; ``vllm`` on a GPU). ``llm`` overrides
+    :class:`~components.quizzer.llm_quizzer.LLMQuizzerConfig` fields.
+    """
+
+    template_n: int = 60
+    llm_n: int = 2
+    seed: int = 0
+    backend: str = "transformers"
+    backend_options: Mapping[str, Any] = field(default_factory=dict)
+    llm: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> QuizConfig:
+        raw = dict(raw or {})
+        known = {f.name for f in fields(cls)}
+        unknown = set(raw) - known
+        if unknown:
+            raise ValueError(f"unknown quiz options {sorted(unknown)}; known: {sorted(known)}")
+        bad_llm = set(raw.get("llm") or {}) - {f.name for f in fields(LLMQuizzerConfig)}
+        if bad_llm:
+            raise ValueError(f"unknown llm quizzer options {sorted(bad_llm)}")
+        return cls(**raw)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "backend_options": dict(self.backend_options), "llm": dict(self.llm)}
+
+    def llm_config(self) -> LLMQuizzerConfig:
+        return LLMQuizzerConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.llm.items()})
+
+
+def quiz_fingerprint(snapshot_fingerprint: str, config: QuizConfig) -> str:
+    return chain_fingerprint([snapshot_fingerprint], QUIZ_VERSION, config.to_json())
+
+
+@dataclass
+class QuizRun:
+    candidates: list[QACandidate]
+    wall_s: dict[str, float]  # per quizzer kind, model and tool time included
+
+
+def run_quiz(db_location: str, config: QuizConfig, *, progress: Progress | None = None) -> QuizRun:
+    """Run the configured quizzers on one graph; candidates come back in a fixed order
+    (template first, then LLM), every failure recorded on its candidate."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph import open_backend
+
+    backend = open_backend(db_location)
+    try:
+        schema = backend.schema()
+        path = ReadOnlyQueryPath(backend, schema=schema)
+        out: list[QACandidate] = []
+        wall: dict[str, float] = {}
+        if config.template_n > 0:
+            t0 = time.perf_counter()
+            quizzer = TemplateQuizzer(path, schema, seed=config.seed)
+            out += quizzer.generate(config.template_n, _bind(progress, "template"))
+            wall["template"] = time.perf_counter() - t0
+        if config.llm_n > 0:
+            from components.llm import make_backend
+
+            llm = make_backend(config.backend, **dict(config.backend_options))
+            try:
+                t0 = time.perf_counter()
+                lq = LLMQuizzer(path, schema, llm, seed=config.seed, config=config.llm_config())
+                out += lq.generate(config.llm_n, _bind(progress, "llm"))
+                wall["llm"] = time.perf_counter() - t0
+            finally:
+                llm.close()
+        return QuizRun(out, wall)
+    finally:
+        backend.close()
+
+
+def _bind(progress: Progress | None, kind: str) -> Callable[[int, int], None] | None:
+    return None if progress is None else (lambda done, total: progress(kind, done, total))
+
+
+def write_candidates(candidates: Iterable[QACandidate], path: str | Path) -> Path:
+    """Write Parquet atomically (temp file + rename): a crash never leaves a partial file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist([c.to_record() for c in candidates])
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_candidates(path: str | Path) -> list[QACandidate]:
+    return [QACandidate.from_record(r) for r in pq.read_table(path).to_pylist()]
+
+
+def summarize(candidates: Iterable[QACandidate], wall_s: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Counts for metadata: by quizzer kind, by requested axes, failure reasons, and the LLM
+    Quizzer's generated tokens per second of wall time (tool time included)."""
+    cands = list(candidates)
+    wall_s = dict(wall_s or {})
+    by_kind: dict[str, Counter[str]] = {}
+    axes: dict[str, Counter[str]] = {}
+    failures: Counter[str] = Counter()
+    tokens = 0
+    for c in cands:
+        by_kind.setdefault(c.quizzer, Counter())["ok" if c.ok else "failed"] += 1
+        for k, v in (c.axes or {}).items():
+            axes.setdefault(k, Counter())[str(v)] += 1
+        if not c.ok:
+            failures[c.failure_reason or "unknown"] += 1
+        if c.quizzer == "llm":
+            tokens += c.completion_tokens or 0
+    return {
+        "total": len(cands),
+        "ok": sum(1 for c in cands if c.ok),
+        "by_kind": {k: dict(v) for k, v in sorted(by_kind.items())},
+        "by_axes": {k: dict(sorted(v.items())) for k, v in sorted(axes.items())},
+        "failure_reasons": dict(failures.most_common()),
+        "llm_completion_tokens": int(tokens),
+        "wall_s": {k: round(v, 2) for k, v in wall_s.items()},
+        "llm_tokens_per_s": round(tokens / wall_s["llm"], 2) if wall_s.get("llm") else None,
+    }
+
+
+class TqdmProgress:
+    """A :data:`Progress` callback drawing one progress bar per quizzer kind (on a terminal)."""
+
+    def __init__(self, desc: str = "quizzing") -> None:
+        self.desc = desc
+        self._bars: dict[str, Any] = {}
+
+    def __call__(self, kind: str, done: int, total: int) -> None:
+        from tqdm.auto import tqdm
+
+        bar = self._bars.get(kind)
+        if bar is None:
+            bar = self._bars[kind] = tqdm(total=total, desc=f"{self.desc} ({kind})", unit="cand", disable=None)
+        bar.update(done - bar.n)
+
+    def close(self) -> None:
+        for bar in self._bars.values():
+            bar.close()
