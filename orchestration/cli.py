@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from components.graph.errors import GraphError
+from components.llm.base import LLMError
 
 __all__ = ["main"]
 
@@ -162,6 +163,43 @@ def _cmd_tools_call(args: argparse.Namespace) -> int:
     return 0 if call.ok else 1
 
 
+def _cmd_quiz(args: argparse.Namespace) -> int:
+    from components.quizzer.run import QuizConfig, TqdmProgress, run_quiz, summarize
+
+    llm: dict[str, Any] = {}
+    if args.max_new_tokens is not None:
+        llm["max_new_tokens"] = args.max_new_tokens
+    if args.max_turns is not None:
+        llm["max_turns"] = args.max_turns
+    options: dict[str, Any] = json.loads(args.backend_options) if args.backend_options else {}
+    if args.model:
+        options["model_dir"] = args.model
+    config = QuizConfig(
+        template_n=args.n if args.kind == "template" else 0,
+        llm_n=args.n if args.kind == "llm" else 0,
+        seed=args.seed,
+        backend=args.backend,
+        backend_options=options,
+        llm=llm,
+    )
+    bars = TqdmProgress()
+    try:
+        run = run_quiz(args.db, config, progress=bars)
+    finally:
+        bars.close()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for cand in run.candidates:
+            fh.write(json.dumps(cand.to_record(), ensure_ascii=False, default=str) + "\n")
+    tmp.replace(out)
+    summary = summarize(run.candidates, run.wall_s)
+    summary["valid"] = summary.pop("ok")
+    _emit({"ok": True, "out": str(out), **summary})
+    return 0
+
+
 # -- pipeline ------------------------------------------------------------------------------
 def _dagster_home() -> Path:
     from assets.resources import PROJECT_ROOT
@@ -176,7 +214,10 @@ def _dagster_home() -> Path:
 
 
 def _cmd_materialize(args: argparse.Namespace) -> int:
-    """Materialize a domain's assets in-process on the persistent instance (visible in the UI)."""
+    """Materialize domains' assets in-process on the persistent instance (visible in the UI).
+
+    ``demo`` without ``--domain`` runs every configured domain, the default one first; one JSON
+    line per domain."""
     _dagster_home()
     import dagster as dg
 
@@ -185,26 +226,36 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
     from orchestration.sensors import pipeline_job_name
 
     domains = load_domains()
-    domain = args.domain or default_domain(domains)
-    if domain not in domains:
-        raise CliError(f"unknown domain {domain!r}; configured: {sorted(domains)}")
-    if args.asset:
-        keys = [dg.AssetKey([domain, a]) for a in args.asset]
-        job = dg.define_asset_job(f"{domain}_cli", selection=dg.AssetSelection.assets(*keys))
-        job_def = dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(job.name)
+    if args.domain:
+        if args.domain not in domains:
+            raise CliError(f"unknown domain {args.domain!r}; configured: {sorted(domains)}")
+        names = [args.domain]
+    elif args.all_domains:
+        first = default_domain(domains)
+        names = [first, *sorted(d for d in domains if d != first)]
     else:
-        job_def = defs.resolve_job_def(pipeline_job_name(domain))
+        names = [default_domain(domains)]
+    failed = 0
     with dg.DagsterInstance.get() as instance:
-        result = job_def.execute_in_process(instance=instance, raise_on_error=False)
-    materialized = sorted(
-        "/".join(e.asset_key.path) for e in result.get_asset_materialization_events() if e.asset_key
-    )
-    checks = {
-        f"{c.asset_key.to_user_string()}:{c.check_name}": c.passed
-        for c in result.get_asset_check_evaluations()
-    }
-    _emit({"ok": result.success, "domain": domain, "run_id": result.run_id, "materialized": materialized, "checks": checks})
-    return 0 if result.success and all(checks.values()) else 1
+        for domain in names:
+            if args.asset:
+                keys = [dg.AssetKey([domain, a]) for a in args.asset]
+                job = dg.define_asset_job(f"{domain}_cli", selection=dg.AssetSelection.assets(*keys))
+                job_def = dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(job.name)
+            else:
+                job_def = defs.resolve_job_def(pipeline_job_name(domain))
+            result = job_def.execute_in_process(instance=instance, raise_on_error=False)
+            materialized = sorted(
+                "/".join(e.asset_key.path) for e in result.get_asset_materialization_events() if e.asset_key
+            )
+            checks = {
+                f"{c.asset_key.to_user_string()}:{c.check_name}": c.passed
+                for c in result.get_asset_check_evaluations()
+            }
+            ok = result.success and all(checks.values())
+            failed += not ok
+            _emit({"ok": ok, "domain": domain, "run_id": result.run_id, "materialized": materialized, "checks": checks})
+    return 1 if failed else 0
 
 
 def _cmd_domains(args: argparse.Namespace) -> int:
@@ -258,14 +309,27 @@ def _parser() -> argparse.ArgumentParser:
     tc.add_argument("--top-k", type=int, default=1, help="RetrieveNode: how many ids (default 1)")
     tc.set_defaults(func=_cmd_tools_call)
 
-    demo = sub.add_parser("demo", help="materialize every asset of the default demo domain")
-    demo.add_argument("--domain", default=None, help="another configured domain")
-    demo.set_defaults(func=_cmd_materialize, asset=[])
+    qz = sub.add_parser("quiz", help="generate QA candidates with a quizzer (JSON lines out)")
+    qz.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
+    qz.add_argument("--kind", required=True, choices=["template", "llm"])
+    qz.add_argument("-n", type=int, required=True, help="number of candidates")
+    qz.add_argument("--out", required=True, help="output JSONL file (one candidate record per line)")
+    qz.add_argument("--seed", type=int, default=0)
+    qz.add_argument("--backend", default="transformers", choices=["transformers", "openai", "vllm"])
+    qz.add_argument("--model", default=None, help="local HF model folder (default: SmolLM2-135M-Instruct)")
+    qz.add_argument("--backend-options", default=None, help='JSON, e.g. {"base_url": "http://127.0.0.1:8000", "model": "m"}')
+    qz.add_argument("--max-new-tokens", type=int, default=None)
+    qz.add_argument("--max-turns", type=int, default=None)
+    qz.set_defaults(func=_cmd_quiz)
+
+    demo = sub.add_parser("demo", help="materialize every asset of every demo domain (default first)")
+    demo.add_argument("--domain", default=None, help="only this configured domain")
+    demo.set_defaults(func=_cmd_materialize, asset=[], all_domains=True)
 
     mat = sub.add_parser("materialize", help="materialize a domain's assets (all, or --asset ...)")
-    mat.add_argument("--domain", default=None)
+    mat.add_argument("--domain", default=None, help="default: the default domain")
     mat.add_argument("--asset", action="append", default=[], help="asset name without the domain prefix, e.g. graph_snapshot")
-    mat.set_defaults(func=_cmd_materialize)
+    mat.set_defaults(func=_cmd_materialize, all_domains=False)
 
     doms = sub.add_parser("domains", help="list configured domains")
     doms.set_defaults(func=_cmd_domains)
@@ -281,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         err = exc.to_dict()
     except CliError as exc:
         err = {"code": exc.code, "message": str(exc)}
+    except LLMError as exc:
+        err = {"code": "llm_error", "message": " ".join(str(exc).split())}
     except json.JSONDecodeError as exc:
         err = {"code": "bad_input", "message": f"invalid JSON: {exc}"}
     except (OSError, ValueError) as exc:

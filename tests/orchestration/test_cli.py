@@ -113,3 +113,22 @@ def test_console_entry_point(academic_db: Path) -> None:
     proc = subprocess.run([str(exe), "graph", "query", "--db", str(academic_db), "--query", "MATCH (a:Author) RETURN count(a) AS n"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["columns"] == ["n"]
+
+
+def test_quiz_template_writes_jsonl_records(academic_db: Path, tmp_path: Path, capsys) -> None:
+    from components.quizzer.candidate import QACandidate
+
+    out = tmp_path / "cands.jsonl"
+    code, (summary,), _ = _run(capsys, "quiz", "--db", str(academic_db), "--kind", "template", "-n", "4", "--out", str(out), "--seed", "2")
+    assert code == 0 and summary["ok"] is True and summary["total"] == 4
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    cands = [QACandidate.from_record(r) for r in records]
+    assert len(cands) == 4 and summary["valid"] == sum(c.ok for c in cands)
+    assert all(c.quizzer == "template" and c.question for c in cands)
+
+
+def test_quiz_with_a_missing_model_folder_is_a_clear_error(academic_db: Path, tmp_path: Path, capsys) -> None:
+    code, out, err = _run(capsys, "quiz", "--db", str(academic_db), "--kind", "llm", "-n", "1", "--out", str(tmp_path / "x.jsonl"), "--model", str(tmp_path / "no-model"))
+    assert code == 1 and out == []
+    payload = json.loads(err.strip().splitlines()[-1])
+    assert str(tmp_path / "no-model") in payload["error"]["message"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from orchestration.definitions import build_definitions, defs
@@ -14,8 +15,11 @@ def test_asset_graph_snapshot() -> None:
     graph = defs.resolve_asset_graph()
     assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == [
         "academic/graph_snapshot",
+        "academic/qa_candidates",
         "biomedical/graph_snapshot",
+        "biomedical/qa_candidates",
         "ecommerce/graph_snapshot",
+        "ecommerce/qa_candidates",
     ]
     assert sorted(
         f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys
@@ -30,8 +34,12 @@ def test_asset_graph_snapshot() -> None:
         "ecommerce_pipeline",
     ]
     assert [s.name for s in defs.sensors] == ["graph_source_sensor"]
-    groups = {graph.get(k).group_name for k in graph.get_all_asset_keys()}
-    assert groups == {"graph"}
+    groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
+    assert set(groups.values()) == {"graph", "generation"}
+    assert groups["academic/qa_candidates"] == "generation"
+    # qa_candidates depends on its own domain's snapshot only
+    parents = graph.get(dg.AssetKey(["academic", "qa_candidates"])).parent_keys
+    assert parents == {dg.AssetKey(["academic", "graph_snapshot"])}
 
 
 def test_default_domain_is_academic() -> None:
