@@ -117,6 +117,32 @@ def _cmd_graph_query(args: argparse.Namespace) -> int:
         backend.close()
 
 
+def _cmd_cypher_features(args: argparse.Namespace) -> int:
+    from components.cypher.features import features_json
+
+    schema = None
+    if args.db:
+        backend = _open(args.db)
+        try:
+            schema = backend.schema()
+        finally:
+            backend.close()
+    if args.query is not None:
+        out = features_json(args.query, schema)
+        _emit(out)
+        return 0 if out.get("ok") else 1
+    failed = 0
+    for lineno, item, err in _read_batch(args.file):
+        if item is None:
+            failed += 1
+            _emit({"id": None, "line": lineno, "ok": False, "code": "bad_input", "message": err})
+            continue
+        out = features_json(item["query"], schema)
+        failed += not out.get("ok")
+        _emit({"id": item.get("id"), **out})
+    return 1 if failed else 0
+
+
 # -- tools -----------------------------------------------------------------------------------
 def _cmd_sandbox_run(args: argparse.Namespace) -> int:
     from components.cypher.query_path import ReadOnlyQueryPath
@@ -294,6 +320,14 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--params", help="JSON object of parameters (with --query)")
     q.add_argument("--limit", type=int, default=None, help="max rows per query (sets 'truncated')")
     q.set_defaults(func=_cmd_graph_query)
+
+    cy = sub.add_parser("cypher", help="Cypher analysis").add_subparsers(dest="cypher_command", required=True)
+    cf = cy.add_parser("features", help="derive a query's normalised structure (patterns, returns, ops, families)")
+    cfs = cf.add_mutually_exclusive_group(required=True)
+    cfs.add_argument("--query")
+    cfs.add_argument("--file", help='JSON lines {"id", "query"}')
+    cf.add_argument("--db", default=None, help="optional graph: resolves unlabelled endpoints from its schema")
+    cf.set_defaults(func=_cmd_cypher_features)
 
     sb = sub.add_parser("sandbox", help="the Python + Cypher sandbox").add_subparsers(dest="sandbox_command", required=True)
     sbr = sb.add_parser("run", help="run a Python file in a fresh sandbox episode")

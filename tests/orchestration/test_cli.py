@@ -132,3 +132,13 @@ def test_quiz_with_a_missing_model_folder_is_a_clear_error(academic_db: Path, tm
     assert code == 1 and out == []
     payload = json.loads(err.strip().splitlines()[-1])
     assert str(tmp_path / "no-model") in payload["error"]["message"]
+
+
+def test_cypher_features_single_and_batch(tmp_path: Path, capsys) -> None:
+    code, (one,), _ = _run(capsys, "cypher", "features", "--query", "MATCH (x:Paper)<-[:WROTE]-(a:Author) RETURN count(a) AS n")
+    assert code == 0 and one["ok"] and one["patterns"] == [["Author", "WROTE", "Paper", 1, 1, True]]
+    assert one["return_family"] == "aggregation"
+    f = tmp_path / "q.jsonl"
+    f.write_text(json.dumps({"id": 1, "query": "MATCH (p:Paper) RETURN p.title"}) + "\n" + json.dumps({"id": 2, "query": "MATCH (p"}) + "\n")
+    code, out, _ = _run(capsys, "cypher", "features", "--file", str(f))
+    assert code == 1 and [o["ok"] for o in out] == [True, False] and out[1]["code"] == "syntax_error"
