@@ -42,6 +42,7 @@ test: setup
 bench: setup
 	$(BIN)/python benchmarks/graph_tools.py
 	$(BIN)/python benchmarks/tool_calls.py
+	$(BIN)/python benchmarks/rollouts.py
 
 clean:
 	rm -rf data .dagster_home
