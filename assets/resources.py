@@ -7,18 +7,18 @@ from pathlib import Path
 import dagster as dg
 
 from components.graph import GraphBackend, open_backend
-from components.store import Catalog
+from components.store import PROJECT_ROOT, Catalog
+from components.store import data_root as default_data_root
 
 __all__ = ["ArtifactStore", "GraphBackendResource", "PROJECT_ROOT"]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 class ArtifactStore(dg.ConfigurableResource):
     """Where artifacts live: ``<data_root>/<layer>/<domain>/<fingerprint>/`` plus the DuckDB
     catalog ``<data_root>/catalog.duckdb``. ``data_root`` is absolute (never cwd-relative)."""
 
-    data_root: str = str(PROJECT_ROOT / "data")
+    data_root: str = str(default_data_root())
 
     @property
     def root(self) -> Path:

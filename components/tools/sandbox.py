@@ -335,10 +335,16 @@ class SandboxEpisode:
                         evidence=list(self.evidence),
                         elapsed_s=time.monotonic() - start,
                     )
-                handler = self._HANDLERS.get(op)  # type: ignore[arg-type]
+                handler = self._HANDLERS.get(op) if isinstance(op, str) else None
                 if handler is None:
-                    raise _KernelGone("protocol_error", f"unknown request {op!r} from the sandbox")
-                self._send(handler(self, msg))
+                    raise _KernelGone("protocol_error", f"unknown request {str(op)[:80]!r} from the sandbox")
+                if time.monotonic() >= deadline:  # no new tool work once the cell's time is up
+                    raise _KernelGone("timeout", f"the cell exceeded its {self.limits.cell_timeout_s:g} s time limit")
+                try:
+                    reply = handler(self, msg)
+                except Exception as exc:  # a malformed request must not escape run()
+                    raise _KernelGone("protocol_error", f"malformed {op} request: {type(exc).__name__}: {exc}") from exc
+                self._send(reply)
         except _KernelGone as gone:
             self._kill()
             self._dead = {"code": gone.code, "message": gone.message}

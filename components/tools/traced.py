@@ -111,10 +111,17 @@ class TracedResult:
             return "query text differs from the executed query"
         if claimed.get("params") != dict(self.params):
             return "parameters differ from the executed query's"
-        if list(claimed.get("columns") or []) != list(self.columns):
+        columns = claimed.get("columns")
+        if not isinstance(columns, list) or columns != list(self.columns):
             return "columns differ from the executed result"
         rows = claimed.get("rows")
-        if not isinstance(rows, list) or [list(r) for r in self.rows] != rows:
+        # compare encodings, not values: NaN != NaN, but its encoding is stable
+        if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+            return "rows were edited"
+        try:
+            if canonical_json(rows) != canonical_json([list(r) for r in self.rows]):
+                return "rows were edited"
+        except (TypeError, ValueError):
             return "rows were edited"
         if claimed.get("truncated") != self.truncated:
             return "truncation flag was edited"

@@ -98,6 +98,10 @@ HOSTILE = {
     "sys_exit": "raise SystemExit(3)",
     "recursion": "def f(n):\n    return f(n + 1)\nf(0)",
     "memory_bomb": "x = bytearray(2 ** 33)",
+    # the new mount API (fsopen/fsconfig/fsmount/move_mount) must be denied like mount(2)
+    "new_mount_api": "libc = cypher.__globals__['ctypes'].CDLL(None)\nassert libc.syscall(430, b'tmpfs', 0) >= 0, 'fsopen denied'",
+    "still_root": "assert cypher.__globals__['os'].getuid() == 0, 'not root'",
+    "priority_of_parent": "os = cypher.__globals__['os']\nos.setpriority(os.PRIO_PROCESS, os.getppid(), 19)",
 }
 
 
@@ -110,6 +114,23 @@ def test_hostile_code_is_contained(episode, name: str) -> None:
     assert episode.run("print('alive')").stdout == "alive\n"
     for leftover in ("/tmp/gd_pwned_shell", "/tmp/gd_pwned_exec", "/tmp/gd_pwned_write"):
         assert not os.path.exists(leftover)
+
+
+def test_malformed_protocol_messages_end_the_episode_cleanly(episode) -> None:
+    assert episode.run("r = cypher('RETURN 1 AS one')").ok
+    res = episode.run(
+        "send = mark_evidence.__globals__['_request']\n"
+        "send({'op': 'mark_evidence', 'results': [{'id': r.id, 'query': r.query, 'params': {}, 'columns': 5, 'rows': [], 'truncated': False, 'result_hash': r.result_hash}]})"
+    )
+    assert not res.ok and res.error["code"] in {"tampered_evidence", "protocol_error"}
+    res = episode.run("mark_evidence.__globals__['_send']({'op': ['x']})\nprint('after')")
+    assert not res.ok and res.error["code"] == "protocol_error" and not res.episode_alive
+
+
+def test_nan_results_can_be_evidence(episode) -> None:
+    res = episode.run("r = cypher('RETURN 0.0 / 0.0 AS x')\nmark_evidence(r)")
+    assert res.ok, res.error
+    assert len(episode.evidence) == 1
 
 
 def test_environment_is_empty(episode, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,484 @@
+"""The certifier's four program checks (SPEC §4), as pure functions over a candidate.
+
+Each check returns a :class:`CheckResult` — ``pass``, ``fail`` with a reason code from
+:data:`components.certify.certifier.REASONS`, or ``undetermined`` with an allow-listed sub-reason
+from :data:`UNDETERMINED` (only the grounding check is ever undetermined). They run in this order
+and the first failure is the candidate's hard failure:
+
+1. :func:`check_format_provenance_safety` — needs only the candidate;
+2. :func:`check_schema_static` — candidate + schema, no graph access;
+3. :func:`check_reexecution` — re-runs every evidence query on a read-only query path;
+4. :func:`check_grounding` — re-runs the supporting (final) program in a fresh sandbox.
+
+Rules, check by check
+---------------------
+**1. Format, provenance, safety.** The candidate has a parseable final program, a known answer
+type and at least one evidence item (none: ``incomplete_evidence``). Every evidence item has
+``id`` (str), ``query`` (str), ``params`` (dict), ``columns`` (list of str), ``rows`` (list of
+rows, each as long as ``columns``), ``truncated`` (bool) and ``result_hash`` (str), else
+``format_error``. Every query passes :func:`~components.cypher.safety.check_read_only`
+(``unsafe_query``; unparseable: ``format_error``; a dialect refusal is left to check 2). The
+hash recomputes from the rows with :func:`~components.tools.traced.result_hash` (ordered exactly
+when :func:`~components.tools.traced.query_orders`), and ``ordered`` / ``row_count`` when present
+agree, else ``forged_evidence``. Ids are unique and, when of the sandbox form
+``<episode>:q<n>``, all from one episode that belongs to this candidate (episode == candidate id
+or ``<candidate id>-…``), else ``forged_evidence``. When the trace holds the final program's run
+(the template's ``{"kind": "final_program", …}`` record or the LLM quizzer's ``final_run``), the
+evidence must be exactly what that run traced and marked: an unknown or unmarked id, or an item
+that differs from the traced result → ``forged_evidence``; a marked id missing from the evidence
+→ ``incomplete_evidence``; a recorded program text different from ``final_program`` →
+``forged_evidence``.
+
+**2. Schema and static analysis.** Per evidence query: unknown labels / types / properties
+(:func:`~components.cypher.schema_check.check_schema`) → ``schema_error``; each typed
+relationship pattern as the triple ``(source label, type, target label)``
+(:func:`~components.cypher.schema_check.used_triples`): a directed triple that is not in the
+schema but whose reverse is → ``direction_error``; one with no schema triple either way (wrong
+endpoints), or an undirected one with no triple in either orientation → ``schema_error``. A
+construct the query path refuses as answering differently between engines (``DialectError`` from
+the safety layer, :func:`~components.cypher.compat.to_ladybug` or
+:func:`~components.cypher.compat.to_neo4j`) → ``dialect_divergence``. Finally the static claim
+rule, which needs no graph: evidence marked ``truncated`` under a ``set`` or ``number`` answer (a
+full set, an exact count or value) → ``truncation_misuse``.
+
+**3. Independent re-execution.** A snapshot fingerprint different from the current graph's →
+``snapshot_drift`` (nothing is re-run). Every evidence query is run again with its parameters and
+``limit=MAX_ROWS`` (200); an error → ``execution_failure``; a different column list, normalised
+result hash (ordered vs multiset as :func:`result_hash` decides) or truncation flag →
+``result_mismatch``.
+
+**4. Grounding and completeness.** The stated answer (``answer_value``, else ``answer``) must
+parse as the answer type, and ``answer`` must agree with ``answer_value``
+(``answer_evidence_mismatch``). The final program is re-run in a fresh sandbox
+(:func:`~components.quizzer.final.run_final_program`, same episode id so ids are reproduced):
+a failing program → ``execution_failure`` (``no_evidence``: ``incomplete_evidence``); its printed
+answer must parse and agree with the stated one after type-specific normalisation
+(:func:`~components.quizzer.final.answers_agree`) → ``answer_evidence_mismatch``. The evidence
+it marks, compared as ``(query, params, result hash)``: submitted but not marked → ``forged_evidence``; marked but
+not submitted → ``incomplete_evidence``. A truncated recomputed
+result under a set / number answer → ``truncation_misuse``. Sufficiency of the marked evidence:
+
+* entity — the answer occurs as a cell of an evidence row, else ``incomplete_evidence``;
+* set — every member occurs as a cell, else ``incomplete_evidence``; *complete* when some column's
+  distinct non-null values (list cells flattened) are exactly the answer set;
+* number — *direct* when the number occurs as a cell (a count, a property);
+* boolean — *direct* when a boolean cell of that value occurs.
+
+What cannot be proven statically makes the check ``undetermined`` (→ a *partial* candidate),
+with these sub-reasons (:data:`UNDETERMINED`): ``multi_query_composition`` (the program ran or
+marked more than one query: Python combines results), ``derived_value`` (a number / boolean
+computed from the rows — a difference, a comparison, a rounding — not a cell), ``set_completeness``
+(all members are in the evidence but no column equals the set: Python filtered or ranked it),
+``derivation_unsupported`` (the Cypher deriver cannot read a query, so its structure — DISTINCT,
+filters, shared variables — is not statically known), ``truncated_observation`` (an entity or
+boolean answer read off a truncated result). Not attempted: proving that a Python computation
+over the rows is *correct* (only that it reproduces the stated answer on the live graph), and the
+shared-variable ambiguity analysis (the deriver's ties are not inspected).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from components.cypher.compat import to_ladybug, to_neo4j
+from components.cypher.features import derive
+from components.cypher.safety import check_read_only
+from components.cypher.schema_check import check_schema, used_triples
+from components.graph.errors import (
+    DialectError,
+    GraphError,
+    SchemaError,
+    UnsafeQueryError,
+)
+from components.graph.schema import GraphSchema
+from components.graph.values import canonical_json
+from components.quizzer.final import (
+    ANSWER_PARSERS,
+    AnswerParseError,
+    answer_in_rows,
+    answers_agree,
+    normalise_answer,
+    parse_answer,
+    run_final_program,
+)
+from components.tools.sandbox import SandboxLimits
+from components.tools.traced import MAX_ROWS, query_orders, result_hash
+
+__all__ = [
+    "CHECK_NAMES",
+    "UNDETERMINED",
+    "VERDICTS",
+    "CheckResult",
+    "check_format_provenance_safety",
+    "check_grounding",
+    "check_reexecution",
+    "check_schema_static",
+]
+
+VERDICTS: Final = ("pass", "fail", "undetermined")
+CHECK_NAMES: Final = ("format_provenance_safety", "schema_static", "reexecution", "grounding")
+
+#: Allow-listed reasons a dependency could not be proven statically (→ status *partial*).
+UNDETERMINED: Final[Mapping[str, str]] = {
+    "multi_query_composition": "the answer combines several query results in Python",
+    "derived_value": "the answer is computed from the rows (difference, comparison, rounding), not a cell",
+    "set_completeness": "every member is in the evidence, but no column equals the answer set",
+    "derivation_unsupported": "the Cypher deriver cannot read an evidence query's structure",
+    "truncated_observation": "an entity / boolean answer read off a truncated result",
+}
+
+_EPISODE_ID: Final = re.compile(r"^(?P<episode>.+):q\d+$")
+_SET_LIKE: Final = frozenset({"set", "number"})
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's outcome; ``reason`` is a failure reason or, for ``undetermined``, the first
+    sub-reason (all of them in ``undetermined``)."""
+
+    name: str
+    verdict: str  # "pass" | "fail" | "undetermined"
+    reason: str | None = None
+    detail: str = ""
+    undetermined: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}")
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == "fail"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "verdict": self.verdict, "reason": self.reason,
+                "detail": self.detail, "undetermined": list(self.undetermined)}
+
+
+def _pass(name: str, detail: str = "") -> CheckResult:
+    return CheckResult(name, "pass", None, detail)
+
+
+def _fail(name: str, reason: str, detail: str) -> CheckResult:
+    return CheckResult(name, "fail", reason, detail[:2000])
+
+
+def _evidence(candidate: Any) -> list[dict[str, Any]]:
+    return list(getattr(candidate, "evidence", None) or [])
+
+
+def _key(item: Mapping[str, Any]) -> tuple[str, str, str]:
+    return (str(item.get("query")), canonical_json(item.get("params") or {}), str(item.get("result_hash")))
+
+
+def _final_run_record(trace: Sequence[Any]) -> dict[str, Any] | None:
+    """The trace's record of the final program's run (the last one), or ``None``."""
+    for record in reversed(list(trace or [])):
+        if not isinstance(record, Mapping):
+            continue
+        run = record.get("final_run")
+        if isinstance(run, Mapping) and "traced" in run:
+            return {**run, "code": record.get("code", run.get("code"))}
+        if record.get("kind") == "final_program" and "traced" in record:
+            return dict(record)
+    return None
+
+
+def _episode_of(candidate: Any) -> str:
+    """The episode the evidence ids name (all the same), else the candidate id."""
+    episodes = {m.group("episode") for e in _evidence(candidate)
+                if isinstance(e.get("id"), str) and (m := _EPISODE_ID.match(e["id"]))}
+    return episodes.pop() if len(episodes) == 1 else str(getattr(candidate, "id", "") or "")
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. format, provenance, safety
+# ---------------------------------------------------------------------------------------------
+
+_FIELDS: Final = (("id", str), ("query", str), ("params", dict), ("columns", list),
+                  ("rows", list), ("truncated", bool), ("result_hash", str))
+
+
+def check_format_provenance_safety(candidate: Any) -> CheckResult:
+    """Check 1 (see the module docstring): ``format_error``, ``unsafe_query``,
+    ``forged_evidence``, ``incomplete_evidence``."""
+    name = CHECK_NAMES[0]
+    program = getattr(candidate, "final_program", "") or ""
+    if not program.strip():
+        return _fail(name, "format_error", "no final (supporting) program")
+    try:
+        ast.parse(program)
+    except (SyntaxError, ValueError) as exc:
+        return _fail(name, "format_error", f"the final program does not parse: {exc}")
+    if getattr(candidate, "answer_type", None) not in ANSWER_PARSERS:
+        return _fail(name, "format_error", f"unknown answer type {getattr(candidate, 'answer_type', None)!r}")
+    evidence = _evidence(candidate)
+    if not evidence:
+        return _fail(name, "incomplete_evidence", "the candidate marks no evidence")
+    seen: set[str] = set()
+    episodes: set[str] = set()
+    for i, item in enumerate(evidence):
+        if not isinstance(item, Mapping):
+            return _fail(name, "format_error", f"evidence[{i}] is not an object")
+        for key, typ in _FIELDS:
+            if not isinstance(item.get(key), typ):
+                return _fail(name, "format_error", f"evidence[{i}].{key} missing or not {typ.__name__}")
+        columns, rows = item["columns"], item["rows"]
+        if not all(isinstance(c, str) for c in columns):
+            return _fail(name, "format_error", f"evidence[{i}].columns are not strings")
+        if not all(isinstance(r, (list, tuple)) and len(r) == len(columns) for r in rows):
+            return _fail(name, "format_error", f"evidence[{i}].rows do not match its {len(columns)} columns")
+        rid = item["id"]
+        if rid in seen:
+            return _fail(name, "forged_evidence", f"duplicate evidence id {rid!r}")
+        seen.add(rid)
+        m = _EPISODE_ID.match(rid)
+        if m:
+            episodes.add(m.group("episode"))
+        try:
+            check_read_only(item["query"])
+        except UnsafeQueryError as exc:
+            return _fail(name, "unsafe_query", f"evidence {rid}: {exc}")
+        except DialectError:
+            pass  # read-only but outside the portable subset: check 2 reports it
+        except GraphError as exc:
+            return _fail(name, "format_error", f"evidence {rid}: the query does not parse ({exc})")
+        ordered = query_orders(item["query"])
+        if "ordered" in item and item["ordered"] is not ordered:
+            return _fail(name, "forged_evidence", f"evidence {rid}: 'ordered' disagrees with the query")
+        if "row_count" in item and item["row_count"] != len(rows):
+            return _fail(name, "forged_evidence", f"evidence {rid}: row_count {item['row_count']} != {len(rows)} rows")
+        try:
+            recomputed = result_hash(columns, rows, ordered)
+        except (TypeError, ValueError) as exc:
+            return _fail(name, "format_error", f"evidence {rid}: rows are not JSON-like ({exc})")
+        if recomputed != item["result_hash"]:
+            return _fail(name, "forged_evidence", f"evidence {rid}: the result hash does not match its rows")
+    cid = str(getattr(candidate, "id", "") or "")
+    if len(episodes) > 1:
+        return _fail(name, "forged_evidence", f"evidence from several episodes: {sorted(episodes)}")
+    if episodes and cid:
+        (ep,) = episodes
+        if ep != cid and not ep.startswith(cid + "-"):
+            return _fail(name, "forged_evidence", f"evidence from episode {ep!r}, not from candidate {cid!r}")
+    record = _final_run_record(getattr(candidate, "trace", None) or [])
+    if record is not None:
+        code = record.get("code")
+        if isinstance(code, str) and code != program:
+            return _fail(name, "forged_evidence", "the final program differs from the one whose run is traced")
+        traced = {t.get("id"): t for t in record.get("traced") or [] if isinstance(t, Mapping)}
+        marked = [m for m in record.get("evidence") or [] if isinstance(m, str)]
+        for item in evidence:
+            rid = item["id"]
+            original = traced.get(rid)
+            if original is None:
+                return _fail(name, "forged_evidence", f"evidence {rid} was not produced by the traced final run")
+            if rid not in marked:
+                return _fail(name, "forged_evidence", f"evidence {rid} was not marked by the final program")
+            for key in ("query", "params", "columns", "rows", "truncated", "result_hash"):
+                if canonical_json(original.get(key)) != canonical_json(item.get(key)):
+                    return _fail(name, "forged_evidence", f"evidence {rid}: {key} differs from the traced result")
+        missing = [m for m in marked if m not in seen]
+        if missing:
+            return _fail(name, "incomplete_evidence", f"marked evidence missing from the candidate: {missing}")
+    return _pass(name, f"{len(evidence)} evidence item(s)" + ("" if record else "; no traced final run to compare"))
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. schema and static analysis
+# ---------------------------------------------------------------------------------------------
+
+
+def _triple(s: str | None, t: str, d: str | None) -> str:
+    return f"(:{s or ''})-[:{t}]->(:{d or ''})"
+
+
+def check_schema_static(candidate: Any, schema: GraphSchema) -> CheckResult:
+    """Check 2 (see the module docstring): ``schema_error``, ``direction_error``,
+    ``dialect_divergence``, ``truncation_misuse``."""
+    name = CHECK_NAMES[1]
+    evidence = _evidence(candidate)
+    for item in evidence:
+        rid, query = item.get("id"), item.get("query", "")
+        try:
+            parsed = check_read_only(query)
+        except DialectError as exc:
+            return _fail(name, "dialect_divergence", f"evidence {rid}: {exc}")
+        except GraphError as exc:  # cannot happen after check 1; never let it pass silently
+            return _fail(name, "format_error", f"evidence {rid}: {exc}")
+        try:
+            check_schema(parsed, schema)
+        except SchemaError as exc:
+            return _fail(name, "schema_error", f"evidence {rid}: {exc}")
+        for t in used_triples(parsed):
+            if t.type is None:
+                continue
+            forward = schema.has_triple(t.source, t.type, t.target)
+            backward = schema.has_triple(t.target, t.type, t.source)
+            if t.directed and not forward:
+                if backward:
+                    return _fail(name, "direction_error", f"evidence {rid}: {_triple(t.source, t.type, t.target)} "
+                                 f"is not a schema triple; the schema has {_triple(t.target, t.type, t.source)}")
+                return _fail(name, "schema_error", f"evidence {rid}: no schema triple for {_triple(t.source, t.type, t.target)}")
+            if not t.directed and not (forward or backward):
+                return _fail(name, "schema_error", f"evidence {rid}: no schema triple for "
+                             f"(:{t.source or ''})-[:{t.type}]-(:{t.target or ''}) in either direction")
+        for rewrite in (to_ladybug, to_neo4j):
+            try:
+                rewrite(parsed)
+            except DialectError as exc:
+                return _fail(name, "dialect_divergence", f"evidence {rid}: {exc}")
+            except GraphError as exc:
+                return _fail(name, "dialect_divergence", f"evidence {rid}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - the query path refuses these as DialectError too
+                return _fail(name, "dialect_divergence", f"evidence {rid}: cannot be prepared ({type(exc).__name__}: {exc})")
+    answer_type = getattr(candidate, "answer_type", "")
+    truncated = [e.get("id") for e in evidence if e.get("truncated")]
+    if truncated and answer_type in _SET_LIKE:
+        return _fail(name, "truncation_misuse", f"a {answer_type} answer rests on truncated evidence {truncated}")
+    return _pass(name, f"{len(evidence)} query(ies) schema-valid and portable")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. independent re-execution
+# ---------------------------------------------------------------------------------------------
+
+
+def check_reexecution(
+    candidate: Any,
+    query_path: Any,
+    snapshot_fingerprint: str | None,
+    current_fingerprint: str | None,
+) -> CheckResult:
+    """Check 3 (see the module docstring): ``snapshot_drift``, ``execution_failure``,
+    ``result_mismatch``. ``query_path`` should be a fresh read-only
+    :class:`~components.cypher.query_path.ReadOnlyQueryPath`."""
+    name = CHECK_NAMES[2]
+    if not snapshot_fingerprint or not current_fingerprint:
+        return _fail(name, "snapshot_drift", "the snapshot fingerprint is unknown, so the graph cannot be matched")
+    if snapshot_fingerprint != current_fingerprint:
+        return _fail(name, "snapshot_drift", f"the graph changed: snapshot {snapshot_fingerprint} != current {current_fingerprint}")
+    evidence = _evidence(candidate)
+    for item in evidence:
+        rid, query = item.get("id"), item["query"]
+        try:
+            res = query_path.run(query, dict(item.get("params") or {}), limit=MAX_ROWS)
+        except GraphError as exc:
+            return _fail(name, "execution_failure", f"evidence {rid}: {exc.code}: {exc}")
+        if list(res.columns) != list(item["columns"]):
+            return _fail(name, "result_mismatch", f"evidence {rid}: columns {list(res.columns)} != {item['columns']}")
+        h = result_hash(res.columns, res.rows, query_orders(query))
+        if h != item["result_hash"]:
+            return _fail(name, "result_mismatch", f"evidence {rid}: re-executed result differs "
+                         f"({len(res.rows)} rows now, {len(item['rows'])} claimed)")
+        if bool(res.truncated) != bool(item["truncated"]):
+            return _fail(name, "result_mismatch", f"evidence {rid}: truncation {res.truncated} now, {item['truncated']} claimed")
+    return _pass(name, f"{len(evidence)} query(ies) reproduced")
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. grounding and completeness
+# ---------------------------------------------------------------------------------------------
+
+
+def _cells(evidence: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """Per evidence item and column: the cells, list cells flattened."""
+    out: list[list[Any]] = []
+    for ev in evidence:
+        rows = ev.get("rows") or []
+        for j in range(len(ev.get("columns") or [])):
+            col: list[Any] = []
+            for row in rows:
+                cell = row[j]
+                col.extend(cell if isinstance(cell, list) else [cell])
+            out.append(col)
+    return out
+
+
+def check_grounding(
+    candidate: Any,
+    query_path: Any,
+    schema: GraphSchema | None,
+    *,
+    limits: SandboxLimits | None = None,
+) -> CheckResult:
+    """Check 4 (see the module docstring): ``answer_evidence_mismatch``,
+    ``incomplete_evidence``, ``truncation_misuse``, ``forged_evidence``, ``execution_failure``;
+    ``undetermined`` with sub-reasons from :data:`UNDETERMINED`."""
+    name = CHECK_NAMES[3]
+    answer_type = candidate.answer_type
+    stated_raw = candidate.answer_value if candidate.answer_value is not None else candidate.answer
+    try:
+        stated = parse_answer(stated_raw, answer_type)
+        if candidate.answer and candidate.answer_value is not None \
+                and not answers_agree(parse_answer(candidate.answer, answer_type), stated, answer_type):
+            return _fail(name, "answer_evidence_mismatch", "answer and answer_value disagree")
+    except AnswerParseError as exc:
+        return _fail(name, "answer_evidence_mismatch", f"the stated answer does not parse as {answer_type}: {exc}")
+
+    run = run_final_program(query_path, schema, candidate.final_program, limits=limits, episode_id=_episode_of(candidate))
+    if not run.ok and run.failure_reason != "truncated_evidence":
+        reason = "incomplete_evidence" if run.failure_reason == "no_evidence" else "execution_failure"
+        return _fail(name, reason, f"the supporting program failed on re-run: {run.failure_reason}: {run.failure_detail}")
+    recomputed = [t.to_json() for t in run.evidence]
+    submitted = {_key(e) for e in _evidence(candidate)}
+    produced = {_key(e) for e in recomputed}
+    if submitted - produced:
+        return _fail(name, "forged_evidence", f"{len(submitted - produced)} evidence item(s) are not produced by the supporting program")
+    if produced - submitted:
+        return _fail(name, "incomplete_evidence", f"{len(produced - submitted)} result(s) the program marks are not in the evidence")
+    try:
+        printed = json.loads(run.printed or "null")
+    except ValueError:
+        printed = run.printed
+    try:
+        recomputed_answer = parse_answer(printed, answer_type)
+    except AnswerParseError as exc:
+        return _fail(name, "answer_evidence_mismatch", f"the program's printed answer does not parse: {exc}")
+    if not answers_agree(recomputed_answer, stated, answer_type):
+        return _fail(name, "answer_evidence_mismatch",
+                     f"the program computes {recomputed_answer!r}, the candidate states {stated!r}")
+
+    notes: list[str] = []
+    if any(t.truncated for t in run.evidence):
+        if answer_type in _SET_LIKE:
+            return _fail(name, "truncation_misuse", f"a {answer_type} answer rests on a truncated result")
+        notes.append("truncated_observation")
+    n_queries = sum(1 for c in run.calls if c.get("op") == "cypher" and c.get("ok"))
+    if len(recomputed) > 1 or n_queries > 1:
+        notes.append("multi_query_composition")
+    if any(not derive(e["query"], schema).ok for e in recomputed):
+        notes.append("derivation_unsupported")
+
+    columns = _cells(recomputed)
+    if answer_type == "entity":
+        if not answer_in_rows(stated, "entity", recomputed):
+            return _fail(name, "incomplete_evidence", "the answer does not occur in the evidence rows")
+    elif answer_type == "set":
+        if not answer_in_rows(stated, "set", recomputed):
+            return _fail(name, "incomplete_evidence", "some answer members do not occur in the evidence rows")
+        want = normalise_answer(stated, "set")
+        complete = any(
+            normalise_answer([c for c in col if c is not None and not isinstance(c, (dict, list))], "set") == want
+            for col in columns
+        )
+        if not complete:
+            notes.append("set_completeness")
+    elif answer_type == "number":
+        if not answer_in_rows(stated, "number", recomputed):
+            notes.append("derived_value")
+    elif answer_type == "boolean" and not any(isinstance(c, bool) and c is stated for col in columns for c in col):
+        notes.append("derived_value")
+    notes = list(dict.fromkeys(notes))
+    if notes:
+        return CheckResult(name, "undetermined", notes[0], "; ".join(UNDETERMINED[n] for n in notes), tuple(notes))
+    return _pass(name, "the answer is recomputed and read directly off complete evidence")
