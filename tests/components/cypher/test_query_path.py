@@ -270,3 +270,19 @@ def test_cached_run_adds_only_microseconds() -> None:
         qp.run(query, {"name": "Alice"})
         samples.append(time.perf_counter() - start)
     assert statistics.median(samples) < 50e-6  # typically ~2 µs
+
+
+def test_unicode_escapes_and_rand_are_refused_not_silently_changed() -> None:
+    """Found in review: cypherast decodes '\\u00e9' as 'u00e9' (a silent value change), and
+    rand() makes evidence impossible to re-execute."""
+    import pytest as _pytest
+
+    from components.cypher.compat import to_ladybug
+    from components.cypher.parse import parse_query
+    from components.graph.errors import DialectError
+
+    with _pytest.raises(DialectError, match="unicode escapes"):
+        parse_query("RETURN 'Jos\\u00e9' AS x")
+    assert parse_query("RETURN 'a\\\\u' AS y")  # an escaped backslash followed by u is fine
+    with _pytest.raises(DialectError, match="nondeterministic"):
+        to_ladybug(parse_query("RETURN rand() AS r"))
