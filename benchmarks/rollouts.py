@@ -89,7 +89,11 @@ def main() -> None:
     ratio = rollout_tps / raw_tps
     print(f"ratio {ratio:.2f}x (target >= 0.8x): {'PASS' if ratio >= 0.8 else 'FAIL'}")
     reasons = sorted({c.failure_reason or 'ok' for c in cands})
+    turns = [t for c in cands for t in c.trace if "turn" in t]
+    code_turns = sum(1 for t in turns if t.get("kind") in {"explore", "final"})
     print(f"candidates: {sum(c.ok for c in cands)} valid of {len(cands)}; outcomes {reasons}")
+    print(f"model turns: {len(turns)}, of which ran code in the sandbox: {code_turns} "
+          "(a model that writes little code leaves little tool time to measure)")
 
 
 def _warmup_params() -> Any:

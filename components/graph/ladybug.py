@@ -28,7 +28,7 @@ from components.graph.errors import (
     UnsafeQueryError,
 )
 from components.graph.fingerprint import combine_fingerprint, node_digest, rel_digest
-from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple
+from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple, quote_identifier
 from components.graph.values import node_dict, normalize, path_dict, rel_dict
 
 __all__ = ["DB_FILENAME", "LadybugBackend", "db_file", "quote_identifier"]
@@ -41,22 +41,10 @@ def db_file(path: str | Path) -> Path:
     p = Path(path)
     return p / DB_FILENAME if p.is_dir() or p.suffix != ".lbug" else p
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _POSITION = re.compile(r"\(line: (\d+), offset: (\d+)\)")
 DEFAULT_TIMEOUT_MS = 30_000
 _TYPE_NAMES = {"BOOL": "BOOLEAN"}  # catalog spelling -> the schema's (Neo4j-neutral) names
 DEFAULT_BUFFER_POOL_MB = 256
-
-
-def quote_identifier(name: str) -> str:
-    """Backtick-quote a catalog identifier (label, type, property) for Cypher text.
-
-    Identifiers cannot be parameters in Cypher; only names matching ``[A-Za-z_]\\w*`` are
-    accepted, so quoting cannot be escaped.
-    """
-    if not _IDENT.match(name):
-        raise SchemaError(f"invalid identifier {name!r}")
-    return f"`{name}`"
 
 
 def _convert(value: Any) -> Any:

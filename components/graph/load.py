@@ -22,7 +22,8 @@ import pyarrow as pa
 from tqdm.auto import tqdm
 
 from components.graph.errors import ImportFormatError
-from components.graph.ladybug import DB_FILENAME, quote_identifier
+from components.graph.ladybug import DB_FILENAME
+from components.graph.schema import quote_identifier
 from components.graph.model import PROPERTY_TYPES, GraphData
 
 __all__ = ["LoadStats", "load_graph"]

@@ -8,11 +8,28 @@ returns an empty result on every engine instead of an error).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["GraphSchema", "NodeLabel", "RelType", "Triple"]
+from components.graph.errors import SchemaError
+
+__all__ = ["GraphSchema", "NodeLabel", "RelType", "Triple", "quote_identifier"]
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def quote_identifier(name: str) -> str:
+    """Backtick-quote a catalog identifier (label, type, property) for Cypher text.
+
+    Identifiers cannot be parameters in Cypher; only names matching ``[A-Za-z_]\\w*`` are
+    accepted, so quoting cannot be escaped.
+    """
+    if not _IDENT.match(name):
+        raise SchemaError(f"invalid identifier {name!r}")
+    return f"`{name}`"
+
 
 
 @dataclass(frozen=True, order=True)

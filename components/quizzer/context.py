@@ -14,7 +14,7 @@ from typing import Any, Final
 import numpy as np
 
 from components.graph.errors import GraphError
-from components.graph.ladybug import quote_identifier as q
+from components.graph.schema import quote_identifier as q
 from components.graph.schema import GraphSchema
 
 __all__ = [

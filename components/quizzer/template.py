@@ -60,7 +60,7 @@ from typing import Any, Final
 import numpy as np
 
 from components.graph.errors import GraphError
-from components.graph.ladybug import quote_identifier as q
+from components.graph.schema import quote_identifier as q
 from components.graph.schema import GraphSchema
 from components.quizzer.axes import DIFFICULTY_MATCHES, Axes, sample_axes
 from components.quizzer.candidate import QACandidate, candidate_id, format_answer

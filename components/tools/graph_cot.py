@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from components.cypher.query_path import ReadOnlyQueryPath
 from components.graph.backend import GraphBackend
 from components.graph.errors import GraphError
-from components.graph.ladybug import quote_identifier
+from components.graph.schema import quote_identifier
 from components.graph.schema import GraphSchema
 from components.tools.protocol import GRAPH_FUNCTIONS, canonical_function
 from components.tools.retriever import DEFAULT_TOP_K, NodeKey

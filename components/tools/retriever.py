@@ -55,7 +55,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from components.graph.backend import GraphBackend
-from components.graph.ladybug import quote_identifier
+from components.graph.schema import quote_identifier
 from components.graph.schema import GraphSchema, NodeLabel
 from components.store.fingerprint import chain_fingerprint
 

@@ -204,3 +204,33 @@ def test_the_loop_on_a_real_tiny_model(demo_paths, tiny_model: Path) -> None:
     # seeded sampling: the same seed gives the same transcripts
     assert [[r.get("model_text") for r in c.trace] for c in runs[0]] == [[r.get("model_text") for r in c.trace] for c in runs[1]]
     backend.close()
+
+
+@pytest.mark.slow
+def test_the_loop_on_real_smollm2_records_and_is_deterministic(tmp_path) -> None:
+    """The real SmolLM2-135M through the whole multi-turn loop (sandbox, final check, repair):
+    whatever it writes ends as a recorded candidate, identically for the same seed."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+    from components.graph.load import load_graph
+    from components.graph.sources import demo
+    from components.llm import make_backend
+    from components.quizzer import LLMQuizzer, LLMQuizzerConfig
+    from components.quizzer.candidate import FAILURE_REASONS
+
+    load_graph(demo.generate("academic", seed=0, scale=120), tmp_path / "db")
+    llm = make_backend("transformers", threads=1)
+    runs = []
+    with LadybugBackend(tmp_path / "db") as graph:
+        schema = graph.schema()
+        for _ in range(2):
+            quizzer = LLMQuizzer(ReadOnlyQueryPath(graph, schema=schema), schema, llm, seed=4,
+                                 config=LLMQuizzerConfig(max_turns=2, max_new_tokens=40))
+            runs.append(quizzer.generate(1))
+    llm.close()
+    (a,), (b,) = runs
+    assert a.model and "SmolLM2" in a.model
+    assert a.completion_tokens > 0 and len([t for t in a.trace if "turn" in t]) >= 1
+    assert a.ok or a.failure_reason in FAILURE_REASONS
+    assert [t.get("model_text") for t in a.trace] == [t.get("model_text") for t in b.trace]
+    assert (a.failure_reason, a.question, a.answer) == (b.failure_reason, b.question, b.answer)
