@@ -19,7 +19,7 @@ null, is embedded by its id. ``text_properties=`` overrides the choice per label
 
 **Index.** :class:`NodeIndex` holds one unit vector per node (``float32``, ``N × dim``) and the
 nodes' ``(label, id)`` keys. It is built once per graph snapshot and stored in a folder (by default
-``<database folder>/node_index/``, i.e. beside the snapshot's ``graph.lbug``)::
+``<data root>/node_index/<graph fingerprint>/``, outside the snapshot folder)::
 
     node_index/
       manifest.json     format, graph fingerprint, embedder name, text properties, key, counts
@@ -55,9 +55,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from components.graph.backend import GraphBackend
-from components.graph.schema import quote_identifier
-from components.graph.schema import GraphSchema, NodeLabel
+from components.graph.schema import GraphSchema, NodeLabel, quote_identifier
 from components.store.fingerprint import chain_fingerprint
+from components.store.paths import data_root
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -320,14 +320,11 @@ def _iter_node_texts(
 # ---------------------------------------------------------------------------------------------
 
 
-def default_index_dir(backend: GraphBackend) -> Path:
-    """``<database folder>/node_index`` for a file-backed backend (Ladybug)."""
-    path = getattr(backend, "path", None)
-    if path is None:
-        raise ValueError(
-            "this backend has no database folder: pass index_dir= to store the node index"
-        )
-    return Path(path).parent / INDEX_DIRNAME
+def default_index_dir(fingerprint: str) -> Path:
+    """``<data root>/node_index/<graph fingerprint>/``: keyed by the graph's content, outside the
+    snapshot folder (which is a DVC output and must not change after it is produced), and usable
+    for any backend, Neo4j included."""
+    return data_root() / INDEX_DIRNAME / fingerprint
 
 
 def _index_key(fingerprint: str, model: str, text_props: Mapping[str, Sequence[str]]) -> str:
@@ -390,7 +387,7 @@ class NodeIndex:
         schema = backend.schema()
         text_props = choose_text_properties(schema, text_properties)
         fingerprint = fingerprint or backend.fingerprint()
-        folder = Path(index_dir) if index_dir is not None else default_index_dir(backend)
+        folder = Path(index_dir) if index_dir is not None else default_index_dir(fingerprint)
         key = _index_key(fingerprint, embedder.name, text_props)
         manifest_path = folder / _MANIFEST
         if manifest_path.is_file():

@@ -30,6 +30,13 @@ def embedder() -> MiniLMEmbedder:
     return shared_embedder(threads=1)
 
 
+@pytest.fixture(autouse=True)
+def _data_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Default index folders go under the data root: keep them inside this test's tmp dir."""
+    monkeypatch.setenv("GRAPHDOJO_DATA", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
 @pytest.fixture()
 def db(tmp_path: Path) -> Path:
     path = tmp_path / "db"
@@ -97,11 +104,14 @@ def test_retrieve_ranks_the_named_node_first(db: Path, embedder: MiniLMEmbedder)
     assert {h.label for h in only_cities} == {"City"} and len(only_cities) == 2
 
 
-def test_index_is_stored_beside_the_snapshot_and_reused(db: Path, embedder: MiniLMEmbedder) -> None:
+def test_index_is_stored_by_fingerprint_outside_the_snapshot_and_reused(
+    db: Path, embedder: MiniLMEmbedder, _data_root: Path
+) -> None:
     with LadybugBackend(db) as backend:
         first = NodeIndex.open(backend, embedder, progress=False)
-        folder = default_index_dir(backend)
-        assert folder == db / INDEX_DIRNAME
+        folder = default_index_dir(backend.fingerprint())
+        assert folder == _data_root / INDEX_DIRNAME / backend.fingerprint()
+        assert not (db / INDEX_DIRNAME).exists()  # the snapshot folder is left untouched
         manifest = json.loads((folder / "manifest.json").read_text())
         assert manifest["graph_fingerprint"] == backend.fingerprint()
         assert manifest["model"] == MODEL_NAME and manifest["count"] == 7
@@ -114,7 +124,7 @@ def test_index_is_stored_beside_the_snapshot_and_reused(db: Path, embedder: Mini
         np.testing.assert_array_equal(second.embeddings, first.embeddings)
         assert second.keys == first.keys
         # Nothing temporary is left beside the index.
-        assert sorted(p.name for p in db.iterdir() if p.name.startswith(".")) == []
+        assert sorted(p.name for p in folder.parent.iterdir() if p.name.startswith(".")) == []
 
 
 def test_index_is_rebuilt_when_the_graph_or_text_choice_changes(
@@ -145,26 +155,26 @@ def test_a_failed_build_leaves_the_previous_index_intact(
 ) -> None:
     with LadybugBackend(db) as backend:
         first = NodeIndex.open(backend, embedder, progress=False)
-        folder = default_index_dir(backend)
+        folder = default_index_dir(backend.fingerprint())
         before = {p.name: p.read_bytes() for p in folder.iterdir()}
 
         def broken_save(*args: object, **kwargs: object) -> None:
             raise OSError("disk full")
 
         monkeypatch.setattr(retriever_mod.np, "save", broken_save)
-        with pytest.raises(OSError, match="disk full"):
-            NodeIndex.open(backend, embedder, fingerprint="0" * 32, progress=False)
+        with pytest.raises(OSError, match="disk full"):  # a rebuild into the same folder fails
+            NodeIndex.open(backend, embedder, index_dir=folder, fingerprint="0" * 32, progress=False)
         monkeypatch.undo()
         assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
-        assert [p.name for p in db.iterdir() if p.name.startswith(".")] == []
+        assert [p.name for p in folder.parent.iterdir() if p.name.startswith(".")] == []
         assert NodeIndex.open(backend, embedder, progress=False).key == first.key
 
 
 def test_a_folder_without_manifest_is_never_loaded(db: Path, embedder: MiniLMEmbedder) -> None:
-    folder = db / INDEX_DIRNAME
-    folder.mkdir()
-    (folder / "embeddings.npy").write_bytes(b"partial")
     with LadybugBackend(db) as backend:
+        folder = default_index_dir(backend.fingerprint())
+        folder.mkdir(parents=True)
+        (folder / "embeddings.npy").write_bytes(b"partial")
         index = NodeIndex.open(backend, embedder, progress=False)
     assert not index.reused and len(index) == 7
     assert (folder / "manifest.json").is_file()
@@ -173,7 +183,7 @@ def test_a_folder_without_manifest_is_never_loaded(db: Path, embedder: MiniLMEmb
 def test_load_refuses_another_model(db: Path, embedder: MiniLMEmbedder) -> None:
     with LadybugBackend(db) as backend:
         NodeIndex.open(backend, embedder, progress=False)
-        folder = default_index_dir(backend)
+        folder = default_index_dir(backend.fingerprint())
 
     class Other:
         name = "other/model"
