@@ -54,6 +54,9 @@ def result_hash(columns: Sequence[str], rows: Sequence[Sequence[Any]], ordered: 
 
 @dataclass(frozen=True)
 class TracedResult:
+    """``row_count`` is the number of rows *kept* (at most ``MAX_ROWS``); when ``truncated`` is
+    set the engine had more, and the full count is unknown."""
+
     id: str
     query: str
     params: Mapping[str, Any]
