@@ -1,6 +1,24 @@
-"""Certification (SPEC §4): the program checks and the strict / partial / hard-failure status."""
+"""Certification (SPEC §4): the program checks and the strict / partial / hard-failure status,
+the two-stage semantic judge and the leakage filter."""
 
 from components.certify.certifier import REASONS, STATUSES, Certificate, certify
+from components.certify.judge import (
+    JUDGE_VERDICTS,
+    JudgeInput,
+    JudgeVerdict,
+    SemanticJudge,
+    combine_verdicts,
+    judge_messages,
+    parse_verdict,
+)
+from components.certify.leakage import (
+    LEAKAGE_WHERE,
+    EvalItem,
+    LeakageFilter,
+    LeakageResult,
+    build_lexicon,
+    load_eval_questions,
+)
 from components.certify.checks import (
     CHECK_NAMES,
     UNDETERMINED,
@@ -13,6 +31,19 @@ from components.certify.checks import (
 
 __all__ = [
     "CHECK_NAMES",
+    "JUDGE_VERDICTS",
+    "LEAKAGE_WHERE",
+    "EvalItem",
+    "JudgeInput",
+    "JudgeVerdict",
+    "LeakageFilter",
+    "LeakageResult",
+    "SemanticJudge",
+    "build_lexicon",
+    "combine_verdicts",
+    "judge_messages",
+    "load_eval_questions",
+    "parse_verdict",
     "REASONS",
     "STATUSES",
     "UNDETERMINED",
