@@ -67,7 +67,7 @@ def qa_candidates_asset(domain: str, quiz: QuizConfig) -> list:
         else:
             bars = TqdmProgress(f"{domain} quizzing")
             try:
-                run = run_quiz(snap.path, quiz, progress=bars)
+                run = run_quiz(snap.path, quiz, progress=bars, snapshot_fingerprint=snap.fingerprint)
             finally:
                 bars.close()
             cands, wall = run.candidates, run.wall_s

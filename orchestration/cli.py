@@ -143,6 +143,59 @@ def _cmd_cypher_features(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_certify(args: argparse.Namespace) -> int:
+    from components.certify import SemanticJudge, certify
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.quizzer.candidate import QACandidate
+
+    rows: list[tuple[int, Any, str | None]] = []
+    with open(args.candidates, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((lineno, QACandidate.from_record(json.loads(line)), None))
+            except (ValueError, KeyError, TypeError) as exc:
+                rows.append((lineno, None, f"line {lineno}: not a candidate record: {exc}"))
+    backend = _open(args.db)
+    try:
+        schema = backend.schema()
+        path = ReadOnlyQueryPath(backend, schema=schema)
+        current = backend.fingerprint()
+        certs = {}
+        for lineno, cand, _ in rows:
+            if cand is not None:
+                snap = args.snapshot_fingerprint or cand.meta.get("snapshot_fingerprint") or current
+                certs[lineno] = certify(cand, schema=schema, query_path=path,
+                                        snapshot_fingerprint=snap, current_fingerprint=current)
+    finally:
+        backend.close()
+    verdicts: dict[int, Any] = {}
+    if args.judge == "on":  # hard failures never reach the judge
+        from components.llm import make_backend
+
+        judged = [(n, c) for n, c, _ in rows if c is not None and certs[n].status != "hard_failure"]
+        if judged:
+            llm = make_backend("transformers", model_dir=args.model)
+            try:
+                results = SemanticJudge(llm).judge([c for _, c in judged])
+            finally:
+                llm.close()
+            verdicts = {n: v for (n, _), v in zip(judged, results, strict=True)}
+    for lineno, cand, err in rows:
+        if cand is None:
+            _emit({"id": None, "line": lineno, "ok": False, "error": {"code": "bad_input", "message": err}})
+            continue
+        cert, verdict = certs[lineno], verdicts.get(lineno)
+        _emit({
+            "id": cand.id, "line": lineno, "ok": True, "status": cert.status, "reasons": cert.reasons,
+            "verdict": None if verdict is None else verdict.verdict,
+            "admitted": cert.status != "hard_failure" and (args.judge == "off" or (verdict is not None and verdict.verdict == "accept")),
+            "certificate": cert.to_json(), "judge": None if verdict is None else verdict.to_json(),
+        })
+    return 1 if any(c is None for _, c, _ in rows) else 0
+
+
 # -- tools -----------------------------------------------------------------------------------
 def _cmd_sandbox_run(args: argparse.Namespace) -> int:
     from components.cypher.query_path import ReadOnlyQueryPath
@@ -328,6 +381,15 @@ def _parser() -> argparse.ArgumentParser:
     cfs.add_argument("--file", help='JSON lines {"id", "query"}')
     cf.add_argument("--db", default=None, help="optional graph: resolves unlabelled endpoints from its schema")
     cf.set_defaults(func=_cmd_cypher_features)
+
+    ce = sub.add_parser("certify", help="certify a JSONL of candidates (one JSON line per candidate)")
+    ce.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
+    ce.add_argument("--candidates", required=True, help="JSONL of candidate records (see README)")
+    ce.add_argument("--judge", choices=["off", "on"], default="off", help="run the two-stage semantic judge (local model)")
+    ce.add_argument("--model", default=None, help="judge model folder (default: SmolLM2-135M-Instruct)")
+    ce.add_argument("--snapshot-fingerprint", default=None,
+                    help="fingerprint of the graph the candidates were made on (default: each record's meta, else the current graph)")
+    ce.set_defaults(func=_cmd_certify)
 
     sb = sub.add_parser("sandbox", help="the Python + Cypher sandbox").add_subparsers(dest="sandbox_command", required=True)
     sbr = sb.add_parser("run", help="run a Python file in a fresh sandbox episode")

@@ -118,9 +118,17 @@ class QuizRun:
     wall_s: dict[str, float]  # per quizzer kind, model and tool time included
 
 
-def run_quiz(db_location: str, config: QuizConfig, *, progress: Progress | None = None) -> QuizRun:
+def run_quiz(
+    db_location: str,
+    config: QuizConfig,
+    *,
+    progress: Progress | None = None,
+    snapshot_fingerprint: str | None = None,
+) -> QuizRun:
     """Run the configured quizzers on one graph; candidates come back in a fixed order
-    (template first, then LLM), every failure recorded on its candidate."""
+    (template first, then LLM), every failure recorded on its candidate. Each candidate's
+    ``meta["snapshot_fingerprint"]`` names the graph it was made on (computed when not given),
+    so certification can detect a changed snapshot."""
     from components.cypher.query_path import ReadOnlyQueryPath
     from components.graph import open_backend
 
@@ -146,6 +154,9 @@ def run_quiz(db_location: str, config: QuizConfig, *, progress: Progress | None 
                 wall["llm"] = time.perf_counter() - t0
             finally:
                 llm.close()
+        fingerprint = snapshot_fingerprint or backend.fingerprint()
+        for cand in out:
+            cand.meta["snapshot_fingerprint"] = fingerprint
         return QuizRun(out, wall)
     finally:
         backend.close()

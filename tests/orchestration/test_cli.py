@@ -142,3 +142,34 @@ def test_cypher_features_single_and_batch(tmp_path: Path, capsys) -> None:
     f.write_text(json.dumps({"id": 1, "query": "MATCH (p:Paper) RETURN p.title"}) + "\n" + json.dumps({"id": 2, "query": "MATCH (p"}) + "\n")
     code, out, _ = _run(capsys, "cypher", "features", "--file", str(f))
     assert code == 1 and [o["ok"] for o in out] == [True, False] and out[1]["code"] == "syntax_error"
+
+
+def test_certify_candidates_from_the_quiz_cli(academic_db: Path, tmp_path: Path, capsys) -> None:
+    cands = tmp_path / "cands.jsonl"
+    assert main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "5", "--out", str(cands), "--seed", "1"]) == 0
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands))
+    assert code == 0 and len(out) == 5
+    assert all(o["status"] in {"strict", "partial"} and o["admitted"] and o["verdict"] is None for o in out)
+    # the same candidates against a different snapshot fingerprint: a hard failure of its own kind
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--snapshot-fingerprint", "0" * 32)
+    assert {o["status"] for o in out} == {"hard_failure"} and {tuple(o["reasons"]) for o in out} == {("snapshot_drift",)}
+    with cands.open("a") as fh:
+        fh.write("{not a record\n")
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands))
+    assert code == 1 and out[-1]["ok"] is False and out[-1]["line"] == 6
+
+
+def test_certify_with_the_judge_on_a_tiny_model(academic_db: Path, tmp_path: Path, capsys) -> None:
+    from components.llm.models import tiny_random_model
+
+    model = tiny_random_model(tmp_path / "tiny", seed=0)
+    cands = tmp_path / "cands.jsonl"
+    assert main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "2", "--out", str(cands)]) == 0
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--judge", "on", "--model", str(model))
+    assert code == 0 and len(out) == 2
+    for o in out:
+        assert o["verdict"] in {"accept", "reject", "uncertain"}
+        assert o["admitted"] == (o["verdict"] == "accept")
+        assert o["judge"]["stage1"] in {"accept", "reject", "uncertain"}
