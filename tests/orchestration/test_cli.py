@@ -173,3 +173,22 @@ def test_certify_with_the_judge_on_a_tiny_model(academic_db: Path, tmp_path: Pat
         assert o["verdict"] in {"accept", "reject", "uncertain"}
         assert o["admitted"] == (o["verdict"] == "accept")
         assert o["judge"]["stage1"] in {"accept", "reject", "uncertain"}
+
+
+def test_an_external_qa_record_with_only_the_documented_fields_certifies(academic_db: Path, tmp_path: Path, capsys) -> None:
+    cands = tmp_path / "cands.jsonl"
+    assert main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "3", "--out", str(cands), "--seed", "4"]) == 0
+    keep = ("id", "question", "answer", "answer_type", "evidence_json", "final_program")
+    external = tmp_path / "external.jsonl"
+    external.write_text("".join(
+        json.dumps({k: rec[k] for k in keep}) + "\n"
+        for rec in map(json.loads, cands.read_text().splitlines())
+    ))
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(external))
+    assert code == 0 and len(out) == 3
+    assert all(o["status"] in {"strict", "partial"} for o in out), out
+    stripped = tmp_path / "no_id.jsonl"
+    stripped.write_text(json.dumps({k: v for k, v in json.loads(external.read_text().splitlines()[0]).items() if k != "id"}) + "\n")
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(stripped))
+    assert code == 1 and "needs an 'id'" in out[0]["error"]["message"]
