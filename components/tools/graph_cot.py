@@ -198,6 +198,9 @@ class GraphCall:
         }
 
 
+_RESOLVE_CACHE = 65_536
+
+
 class _CallFailed(Exception):
     def __init__(self, code: ErrorCode, detail: str) -> None:
         super().__init__(detail)
@@ -342,6 +345,9 @@ class GraphCoT:
         self.row_limit = row_limit
         self._labels_ci = {lb.lower(): lb for lb in self.schema.labels}
         self._ambiguous: frozenset[str] | None = None
+        # node-id argument -> resolved key; the graph behind a snapshot is read-only, and episodes
+        # keep asking about the ids earlier calls returned (bounded, cleared when full)
+        self._resolved: dict[str, NodeKey] = {}
         self._functions: Mapping[str, Callable[..., _Result]] = {
             "RetrieveNode": self._retrieve_node,
             "NodeFeature": self._node_feature,
@@ -440,7 +446,16 @@ class GraphCoT:
         return bool(result.rows)
 
     def resolve_node(self, text: str) -> NodeKey:
-        """Map a node-id argument to ``(label, id)`` (see the module docstring)."""
+        """Map a node-id argument to ``(label, id)`` (see the module docstring); cached."""
+        key = self._resolved.get(text)
+        if key is None:
+            key = self._resolve_node(text)
+            if len(self._resolved) >= _RESOLVE_CACHE:
+                self._resolved.clear()
+            self._resolved[text] = key
+        return key
+
+    def _resolve_node(self, text: str) -> NodeKey:
         head, sep, rest = text.partition(":")
         label = self._labels_ci.get(head.strip().lower()) if sep else None
         if label is not None and rest.strip() and self._exists(label, rest.strip()):
