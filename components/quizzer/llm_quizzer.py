@@ -64,7 +64,7 @@ from components.quizzer.prompts import (
     system_prompt,
     task_message,
 )
-from components.tools.sandbox import CellResult, SandboxEpisode, SandboxLimits
+from components.tools.sandbox import SandboxEpisode, SandboxLimits
 
 __all__ = ["LLMQuizzer", "LLMQuizzerConfig", "ParsedTurn", "candidates_to_jsonl", "parse_turn"]
 
@@ -129,19 +129,6 @@ def parse_turn(text: str) -> ParsedTurn:
     if len(codes) > 1:
         return ParsedTurn("invalid", reason="multiple_code_blocks")
     return ParsedTurn("invalid", reason="no_code")
-
-
-def _observation(cell: CellResult, preview: int, limit: int) -> str:
-    parts = []
-    if cell.stdout:
-        parts.append(cell.stdout.rstrip("\n"))
-    for t in cell.traced:
-        rows = ", ".join(repr(r) for r in t.rows[:preview])
-        parts.append(f"[{t.id}] {t.row_count} rows{' (truncated)' if t.truncated else ''}; columns {list(t.columns)}; first rows: {rows}")
-    if cell.error:
-        parts.append(f"Error ({cell.error.get('code')}): {cell.error.get('message')}")
-    text = "\n".join(parts) if parts else "(no output)"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass
@@ -259,7 +246,7 @@ class LLMQuizzer:
             t0 = time.perf_counter()
             cell = ep.sandbox.run(turn.code or "")
             ep.cand.latency_s += time.perf_counter() - t0
-            obs = _observation(cell, self.config.preview_rows, self.config.observation_chars)
+            obs = cell.observation(self.config.preview_rows, self.config.observation_chars)
             record["cell"] = cell.to_json()
         else:
             obs = ("Invalid turn: write exactly one ```python block, or the final turn (one ```python block "

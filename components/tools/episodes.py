@@ -65,19 +65,6 @@ class CodeCall:
         return {"code": self.code, "node_ids": list(self.node_ids), **self.cell.to_json()}
 
 
-def _cell_observation(cell: CellResult, max_preview_rows: int = 5) -> str:
-    parts = []
-    if cell.stdout:
-        parts.append(cell.stdout.rstrip("\n") + (" …(output truncated)" if cell.stdout_truncated else ""))
-    for t in cell.traced:
-        preview = ", ".join(repr(r) for r in t.rows[:max_preview_rows])
-        more = " (truncated at the row limit)" if t.truncated else ""
-        parts.append(f"[{t.id}] {t.row_count} rows{more}; columns {list(t.columns)}; first rows: {preview}")
-    if cell.error:
-        parts.append(f"Error ({cell.error['code']}): {cell.error['message']}")
-    return "\n".join(parts) if parts else "(no output)"
-
-
 _PY_PROMPT = """\
 Answer the question using the graph. Each step, write exactly one Python code block (```python ...```). \
 Inside it, cypher(query, **params) runs one read-only Cypher query (Neo4j dialect, parameters as $name) \
@@ -136,7 +123,7 @@ class PythonCypherEnvironment(RoundLoop):
         ids: dict[str, None] = {}
         for t in cell.traced:
             ids.update(dict.fromkeys(returned_node_ids(t)))
-        return CodeCall(step.payload, cell, tuple(ids)), _cell_observation(cell), True
+        return CodeCall(step.payload, cell, tuple(ids)), cell.observation(), True
 
     @property
     def evidence(self) -> list[TracedResult]:

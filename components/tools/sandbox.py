@@ -62,6 +62,21 @@ class CellResult:
     episode_alive: bool = True
     elapsed_s: float = 0.0
 
+    def observation(self, preview_rows: int = 5, limit: int | None = None) -> str:
+        """What a model sees of this cell: its output, a one-line summary with the first rows of
+        every query it ran, and its error; ``limit`` caps the text."""
+        parts = []
+        if self.stdout:
+            parts.append(self.stdout.rstrip("\n") + (" …(output truncated)" if self.stdout_truncated else ""))
+        for t in self.traced:
+            preview = ", ".join(repr(r) for r in t.rows[:preview_rows])
+            more = " (truncated at the row limit)" if t.truncated else ""
+            parts.append(f"[{t.id}] {t.row_count} rows{more}; columns {list(t.columns)}; first rows: {preview}")
+        if self.error:
+            parts.append(f"Error ({self.error.get('code')}): {self.error.get('message')}")
+        text = "\n".join(parts) if parts else "(no output)"
+        return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
