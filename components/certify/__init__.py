@@ -1,7 +1,7 @@
 """Certification (SPEC §4): the program checks and the strict / partial / hard-failure status,
 the two-stage semantic judge and the leakage filter."""
 
-from components.certify.certifier import REASONS, STATUSES, Certificate, certify
+from components.certify.certifier import REASONS, STATUSES, Certificate, certify, certify_many
 from components.certify.judge import (
     JUDGE_VERDICTS,
     JudgeInput,
@@ -50,6 +50,7 @@ __all__ = [
     "Certificate",
     "CheckResult",
     "certify",
+    "certify_many",
     "check_format_provenance_safety",
     "check_grounding",
     "check_reexecution",

@@ -50,7 +50,9 @@ result hash (ordered vs multiset as :func:`result_hash` decides) or truncation f
 **4. Grounding and completeness.** The stated answer (``answer_value``, else ``answer``) must
 parse as the answer type, and ``answer`` must agree with ``answer_value``
 (``answer_evidence_mismatch``). The final program is re-run in a fresh sandbox
-(:func:`~components.quizzer.final.run_final_program`, same episode id so ids are reproduced):
+(:func:`~components.quizzer.final.run_final_program`, same episode id so ids are reproduced; the
+certifier hands it a :class:`ReplayQueryPath`, so the evidence queries check 3 has just
+re-executed are answered from those fresh results rather than run a second time):
 a failing program → ``execution_failure`` (``no_evidence``: ``incomplete_evidence``); its printed
 answer must parse and agree with the stated one after type-specific normalisation
 (:func:`~components.quizzer.final.answers_agree`) → ``answer_evidence_mismatch``. The evidence
@@ -106,7 +108,7 @@ from components.quizzer.final import (
     parse_answer,
     run_final_program,
 )
-from components.tools.sandbox import SandboxLimits
+from components.tools.sandbox import SandboxLimits, SandboxServer
 from components.tools.traced import MAX_ROWS, query_orders, result_hash
 
 __all__ = [
@@ -114,10 +116,12 @@ __all__ = [
     "UNDETERMINED",
     "VERDICTS",
     "CheckResult",
+    "ReplayQueryPath",
     "check_format_provenance_safety",
     "check_grounding",
     "check_reexecution",
     "check_schema_static",
+    "replay_key",
 ]
 
 VERDICTS: Final = ("pass", "fail", "undetermined")
@@ -302,45 +306,62 @@ def _triple(s: str | None, t: str, d: str | None) -> str:
     return f"(:{s or ''})-[:{t}]->(:{d or ''})"
 
 
-def check_schema_static(candidate: Any, schema: GraphSchema) -> CheckResult:
+def _static_query_fault(query: str, schema: GraphSchema) -> tuple[str, str] | None:
+    """Check 2 for one query text: ``(reason, detail)`` of its first fault, or ``None``."""
+    try:
+        parsed = check_read_only(query)
+    except DialectError as exc:
+        return "dialect_divergence", str(exc)
+    except GraphError as exc:  # cannot happen after check 1; never let it pass silently
+        return "format_error", str(exc)
+    try:
+        check_schema(parsed, schema)
+    except SchemaError as exc:
+        return "schema_error", str(exc)
+    for t in used_triples(parsed):
+        if t.type is None:
+            continue
+        forward = schema.has_triple(t.source, t.type, t.target)
+        backward = schema.has_triple(t.target, t.type, t.source)
+        if t.directed and not forward:
+            if backward:
+                return "direction_error", (f"{_triple(t.source, t.type, t.target)} is not a schema triple; "
+                                           f"the schema has {_triple(t.target, t.type, t.source)}")
+            return "schema_error", f"no schema triple for {_triple(t.source, t.type, t.target)}"
+        if not t.directed and not (forward or backward):
+            return "schema_error", (f"no schema triple for (:{t.source or ''})-[:{t.type}]-(:{t.target or ''}) "
+                                    "in either direction")
+    for rewrite in (to_ladybug, to_neo4j):
+        try:
+            rewrite(parsed)
+        except GraphError as exc:  # DialectError and any other refusal of the rewrite
+            return "dialect_divergence", str(exc)
+        except Exception as exc:  # noqa: BLE001 - the query path refuses these as DialectError too
+            return "dialect_divergence", f"cannot be prepared ({type(exc).__name__}: {exc})"
+    return None
+
+
+def check_schema_static(
+    candidate: Any,
+    schema: GraphSchema,
+    *,
+    cache: dict[str, tuple[str, str] | None] | None = None,
+) -> CheckResult:
     """Check 2 (see the module docstring): ``schema_error``, ``direction_error``,
-    ``dialect_divergence``, ``truncation_misuse``."""
+    ``dialect_divergence``, ``truncation_misuse``. The per-query part depends only on the query
+    text and the schema: pass a ``cache`` dict (one per schema) to analyse each text once."""
     name = CHECK_NAMES[1]
     evidence = _evidence(candidate)
     for item in evidence:
-        rid, query = item.get("id"), item.get("query", "")
-        try:
-            parsed = check_read_only(query)
-        except DialectError as exc:
-            return _fail(name, "dialect_divergence", f"evidence {rid}: {exc}")
-        except GraphError as exc:  # cannot happen after check 1; never let it pass silently
-            return _fail(name, "format_error", f"evidence {rid}: {exc}")
-        try:
-            check_schema(parsed, schema)
-        except SchemaError as exc:
-            return _fail(name, "schema_error", f"evidence {rid}: {exc}")
-        for t in used_triples(parsed):
-            if t.type is None:
-                continue
-            forward = schema.has_triple(t.source, t.type, t.target)
-            backward = schema.has_triple(t.target, t.type, t.source)
-            if t.directed and not forward:
-                if backward:
-                    return _fail(name, "direction_error", f"evidence {rid}: {_triple(t.source, t.type, t.target)} "
-                                 f"is not a schema triple; the schema has {_triple(t.target, t.type, t.source)}")
-                return _fail(name, "schema_error", f"evidence {rid}: no schema triple for {_triple(t.source, t.type, t.target)}")
-            if not t.directed and not (forward or backward):
-                return _fail(name, "schema_error", f"evidence {rid}: no schema triple for "
-                             f"(:{t.source or ''})-[:{t.type}]-(:{t.target or ''}) in either direction")
-        for rewrite in (to_ladybug, to_neo4j):
-            try:
-                rewrite(parsed)
-            except DialectError as exc:
-                return _fail(name, "dialect_divergence", f"evidence {rid}: {exc}")
-            except GraphError as exc:
-                return _fail(name, "dialect_divergence", f"evidence {rid}: {exc}")
-            except Exception as exc:  # noqa: BLE001 - the query path refuses these as DialectError too
-                return _fail(name, "dialect_divergence", f"evidence {rid}: cannot be prepared ({type(exc).__name__}: {exc})")
+        query = item.get("query", "")
+        if cache is not None and query in cache:
+            fault = cache[query]
+        else:
+            fault = _static_query_fault(query, schema)
+            if cache is not None:
+                cache[query] = fault
+        if fault is not None:
+            return _fail(name, fault[0], f"evidence {item.get('id')}: {fault[1]}")
     answer_type = getattr(candidate, "answer_type", "")
     truncated = [e.get("id") for e in evidence if e.get("truncated")]
     if truncated and answer_type in _SET_LIKE:
@@ -358,10 +379,13 @@ def check_reexecution(
     query_path: Any,
     snapshot_fingerprint: str | None,
     current_fingerprint: str | None,
+    *,
+    results: dict[tuple[str, str, int], Any] | None = None,
 ) -> CheckResult:
     """Check 3 (see the module docstring): ``snapshot_drift``, ``execution_failure``,
     ``result_mismatch``. ``query_path`` should be a fresh read-only
-    :class:`~components.cypher.query_path.ReadOnlyQueryPath`."""
+    :class:`~components.cypher.query_path.ReadOnlyQueryPath`. When ``results`` is a dict, every
+    re-executed result is stored in it under :func:`replay_key` (see :class:`ReplayQueryPath`)."""
     name = CHECK_NAMES[2]
     if not snapshot_fingerprint or not current_fingerprint:
         return _fail(name, "snapshot_drift", "the snapshot fingerprint is unknown, so the graph cannot be matched")
@@ -374,6 +398,8 @@ def check_reexecution(
             res = query_path.run(query, dict(item.get("params") or {}), limit=MAX_ROWS)
         except GraphError as exc:
             return _fail(name, "execution_failure", f"evidence {rid}: {exc.code}: {exc}")
+        if results is not None:
+            results[replay_key(query, item.get("params"), MAX_ROWS)] = res
         if list(res.columns) != list(item["columns"]):
             return _fail(name, "result_mismatch", f"evidence {rid}: columns {list(res.columns)} != {item['columns']}")
         h = result_hash(res.columns, res.rows, query_orders(query))
@@ -383,6 +409,36 @@ def check_reexecution(
         if bool(res.truncated) != bool(item["truncated"]):
             return _fail(name, "result_mismatch", f"evidence {rid}: truncation {res.truncated} now, {item['truncated']} claimed")
     return _pass(name, f"{len(evidence)} query(ies) reproduced")
+
+
+def replay_key(query: str, params: Mapping[str, Any] | None, limit: int | None) -> tuple[str, str, int]:
+    return (query, canonical_json(dict(params or {})), -1 if limit is None else int(limit))
+
+
+class ReplayQueryPath:
+    """A query path for check 4 that answers the queries check 3 has just re-executed (same
+    text, parameters and row limit) from their fresh results instead of running them a second
+    time; any other query goes to ``inner`` (under ``lock`` when given, for a connection shared
+    between threads). Sound because the snapshot is pinned by check 3 and queries are
+    deterministic (``rand()`` and other nondeterminism are refused by the query path)."""
+
+    def __init__(self, inner: Any, results: Mapping[tuple[str, str, int], Any], lock: Any = None) -> None:
+        self.inner, self.results, self.lock = inner, results, lock
+        self.replayed = self.forwarded = 0
+
+    def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None) -> Any:
+        hit = self.results.get(replay_key(query, params, limit))
+        if hit is not None:
+            self.replayed += 1
+            return hit
+        self.forwarded += 1
+        if self.lock is None:
+            return self.inner.run(query, params, limit=limit)
+        with self.lock:
+            return self.inner.run(query, params, limit=limit)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,6 +466,7 @@ def check_grounding(
     schema: GraphSchema | None,
     *,
     limits: SandboxLimits | None = None,
+    server: SandboxServer | None = None,
 ) -> CheckResult:
     """Check 4 (see the module docstring): ``answer_evidence_mismatch``,
     ``incomplete_evidence``, ``truncation_misuse``, ``forged_evidence``, ``execution_failure``;
@@ -425,7 +482,8 @@ def check_grounding(
     except AnswerParseError as exc:
         return _fail(name, "answer_evidence_mismatch", f"the stated answer does not parse as {answer_type}: {exc}")
 
-    run = run_final_program(query_path, schema, candidate.final_program, limits=limits, episode_id=_episode_of(candidate))
+    run = run_final_program(query_path, schema, candidate.final_program, limits=limits,
+                            episode_id=_episode_of(candidate), server=server)
     if not run.ok and run.failure_reason != "truncated_evidence":
         reason = "incomplete_evidence" if run.failure_reason == "no_evidence" else "execution_failure"
         return _fail(name, reason, f"the supporting program failed on re-run: {run.failure_reason}: {run.failure_detail}")

@@ -496,9 +496,26 @@ def alias_return_columns(tree: a.AstNode) -> a.AstNode:
     return tree
 
 
+# Rewrites are pure functions of the query text (a ParsedQuery is itself cached per text), so
+# the certifier's static check and the query path share one rewrite per text and dialect.
+_REWRITES: dict[tuple[str, str, int], str] = {}
+_REWRITES_MAX: Final = 8192
+
+
+def _memo(kind: str, parsed: ParsedQuery, hops: int, make: Callable[[], str]) -> str:
+    key = (kind, parsed.source, hops)
+    text = _REWRITES.get(key)
+    if text is None:
+        text = make()  # refusals raise and are not cached
+        if len(_REWRITES) >= _REWRITES_MAX:
+            _REWRITES.pop(next(iter(_REWRITES)))
+        _REWRITES[key] = text
+    return text
+
+
 def to_neo4j(parsed: ParsedQuery) -> str:
     """The query for a Neo4j backend: the same text, with RETURN columns aliased."""
-    return render(alias_return_columns(parsed.tree.copy()))
+    return _memo("neo4j", parsed, 0, lambda: render(alias_return_columns(parsed.tree.copy())))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1128,6 +1145,10 @@ def to_ladybug(parsed: ParsedQuery, *, max_hops: int = LADYBUG_MAX_HOPS) -> str:
     >>> to_ladybug(parse_query("MATCH (a)-[r:KNOWS]->(b) RETURN type(r)"))
     'MATCH (a)-[r:KNOWS]->(b) RETURN label(r) AS `type(r)`'
     """
+    return _memo("ladybug", parsed, max_hops, lambda: _rewrite_ladybug(parsed, max_hops))
+
+
+def _rewrite_ladybug(parsed: ParsedQuery, max_hops: int) -> str:
     tree = alias_return_columns(parsed.tree.copy())
     _ToLadybug(tree, max_hops).statement(tree, {})
     try:

@@ -418,7 +418,17 @@ def check_read_only(query: str | ParsedQuery) -> ParsedQuery:
         scan_tokens(query.tokens, query.source)
         check_tree(query.tree)
         return query
+    parsed = _VETTED.get(query) if isinstance(query, str) else None
+    if parsed is not None:
+        return parsed
     scan_tokens(tokenize(query), query)
     parsed = parse_query(query)
     check_tree(parsed.tree)
+    if len(_VETTED) >= _VETTED_MAX:
+        _VETTED.pop(next(iter(_VETTED)))
+    _VETTED[query] = parsed  # the verdict is a pure function of the text; refusals are not kept
     return parsed
+
+
+_VETTED: dict[str, ParsedQuery] = {}
+_VETTED_MAX: Final = 8192

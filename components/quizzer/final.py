@@ -20,7 +20,7 @@ from typing import Any, Final
 from components.cypher.parse import parse_query
 from components.cypher.schema_check import used_triples
 from components.graph.schema import GraphSchema
-from components.tools.sandbox import SandboxEpisode, SandboxLimits
+from components.tools.sandbox import SandboxEpisode, SandboxLimits, SandboxServer
 from components.tools.traced import TracedResult
 
 __all__ = [
@@ -256,13 +256,16 @@ def run_final_program(
     *,
     limits: SandboxLimits | None = None,
     episode_id: str | None = None,
+    server: SandboxServer | None = None,
 ) -> FinalRun:
     """Run ``code`` in a fresh sandbox; failure reasons: a query refused or failing
     (``unsafe_query``, ``schema_error``, ``query_error``), ``timeout``, ``code_error``,
     ``forged_evidence``, ``no_evidence``, ``empty_output``, ``truncated_evidence``,
-    ``sandbox_error``. Never raises for anything the code does."""
+    ``sandbox_error``. Never raises for anything the code does. With ``server`` (a
+    :class:`~components.tools.sandbox.SandboxServer`) the sandbox is a child forked by it."""
     try:
-        episode = SandboxEpisode(query_path, schema=schema, limits=limits or SandboxLimits(), episode_id=episode_id)
+        episode = SandboxEpisode(query_path, schema=schema, limits=limits or SandboxLimits(),
+                                 episode_id=episode_id, server=server)
     except Exception as exc:  # noqa: BLE001 - recorded, never raised
         return FinalRun(False, failure_reason="sandbox_error", failure_detail=str(exc))
     with episode:

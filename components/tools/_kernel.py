@@ -13,12 +13,17 @@ stdout/stderr on /dev/null, and no inherited file descriptors besides the two pi
    ``select_schema()`` are requests to the parent, which holds the only database connection
    and the authoritative registry of traced results.
 
+In *fork-server* mode (first message ``{"op": "serve"}``) steps 2–4 happen in a child forked per
+episode instead, so an episode starts in about a millisecond rather than a fresh interpreter's
+tens of milliseconds; see :func:`_serve`.
+
 Wire format (both directions): 4-byte big-endian length, then UTF-8 JSON.
 """
 
 import builtins
 import contextlib
 import ctypes
+import gc
 import io
 import json
 import os
@@ -103,12 +108,20 @@ _DENY = {
 }
 
 
-def _install_seccomp() -> str:
-    """Install the deny-list filter; returns a description, or raises OSError."""
+# what the server process itself needs: forking, and setting each child's limits
+_FORKS = ("fork", "vfork", "clone", "clone3", "setrlimit", "prlimit64")
+
+
+def _seccomp_program(exclude=(), only=None):
+    """Build a deny-list filter: ``(libc, sock_fprog, buffer, arch, n_denied)``; the whole list,
+    or without ``exclude``, or just ``only``. Raises OSError where there is no table for this
+    machine."""
     arch = os.uname().machine
     if arch not in _DENY:
         raise OSError(f"no seccomp syscall table for {arch}")
-    deny = sorted(set(_DENY[arch].values()))
+    table = _DENY[arch]
+    names = [n for n in table if n not in exclude and (only is None or n in only)]
+    deny = sorted({table[n] for n in names})
     eperm = 0x00050000 | 1  # SECCOMP_RET_ERRNO | EPERM
     allow, kill = 0x7FFF0000, 0x80000000  # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
     ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
@@ -126,13 +139,30 @@ def _install_seccomp() -> str:
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
     fprog = SockFprog(len(prog), ctypes.cast(filt, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
+    return ctypes.CDLL(None, use_errno=True), fprog, filt, arch, n
+
+
+# Fork-server mode: the server process already runs as nobody under the whole filter except the
+# process-creating calls (it must fork); each child then adds this one, denying those too.
+_PROGRAM = None
+
+
+def _install(program) -> None:
+    libc, fprog = program[0], program[1]
     pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
     if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     if libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
-    return f"seccomp({arch}, {len(deny)} syscalls denied), uid {os.getuid()}"
+
+
+def _install_seccomp() -> str:
+    """Install the deny-list filter (all of it, or in a fork-server child the rest of it);
+    returns a description, or raises OSError."""
+    program = _PROGRAM or _seccomp_program()
+    _install(program)
+    arch = program[3]
+    return f"seccomp({arch}, {len(set(_DENY[arch].values()))} syscalls denied), uid {os.getuid()}"
 
 
 _NOBODY = 65534
@@ -348,17 +378,15 @@ def _run_cell(code, namespace, output_cap):
     return {"op": "done", "stdout": out.getvalue(), "stdout_truncated": out.overflow, "error": error}
 
 
-def main():
-    hello = _recv()
-    limits = hello["limits"]
+def _prepare(limits, allow_weak_isolation):
+    """Limits, privileges, filter and the cell namespace: ``(isolation, error, namespace)``."""
     _apply_limits(limits["memory_mb"], limits["cpu_s"])
     try:
         _drop_privileges()
         isolation = _install_seccomp()
     except (OSError, AttributeError) as exc:
-        if not hello.get("allow_weak_isolation"):
-            _send({"op": "ready", "ok": False, "error": f"seccomp unavailable: {exc}"})
-            return
+        if not allow_weak_isolation:
+            return None, f"seccomp unavailable: {exc}", None
         isolation = f"rlimits only ({exc})"
     safe_builtins = dict(vars(builtins))
     safe_builtins["__import__"] = _safe_import
@@ -369,6 +397,15 @@ def main():
         "cypher": cypher, "mark_evidence": mark_evidence, "select_schema": select_schema,
         "TracedResult": TracedResult,
     }
+    return isolation, None, namespace
+
+
+def _episode(limits, prepared):
+    """One episode: report readiness, then run cells until the parent closes it."""
+    isolation, error, namespace = prepared
+    if error is not None:
+        _send({"op": "ready", "ok": False, "error": error})
+        return
     _send({"op": "ready", "ok": True, "isolation": isolation, "pid": os.getpid()})
     while True:
         try:
@@ -378,6 +415,67 @@ def main():
         if msg.get("op") != "run":
             return
         _send(_run_cell(msg["code"], namespace, limits["output_bytes"]))
+
+
+def _serve(hello):
+    """Fork-server mode (first message ``{"op": "serve", "limits": …}``): this process runs only
+    trusted code and keeps a *spare* child forked ahead of time, already limited, filtered and
+    with its namespace built, waiting on a private pipe. When its turn comes the spare reads its
+    episode's ``fork`` message and owns the two pipes until it exits, while this process forks
+    the next spare, waits for the active child and reports how it ended (``{"op": "reaped"}``).
+    Every child gets the server's limits; forking overlaps the previous episode."""
+    global _PROGRAM
+    try:
+        rest = _seccomp_program(only=_FORKS)
+        _drop_privileges()
+        _install(_seccomp_program(exclude=_FORKS))
+        _PROGRAM = rest
+    except (OSError, AttributeError):
+        _PROGRAM = None  # each child fails (or weakens) exactly as a dedicated kernel would
+    gc.collect()
+    gc.freeze()  # children then leave the shared pages alone instead of copying them
+    _send({"op": "ready", "ok": True, "server": True, "pid": os.getpid()})
+    spare = _fork_spare(hello)
+    while True:
+        pid, go = spare
+        os.write(go, b"g")  # this child now takes the next episode ...
+        os.close(go)
+        spare = _fork_spare(hello)  # ... while the one after it is forked
+        _, status = os.waitpid(pid, 0)
+        _send({
+            "op": "reaped", "pid": pid,
+            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        })
+
+
+def _fork_spare(hello):
+    """Fork a prepared child that waits on a private pipe until it is its turn; returns
+    ``(pid, write end of that pipe)``."""
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(go_w)
+            prepared = _prepare(hello["limits"], hello.get("allow_weak_isolation"))
+            if os.read(go_r, 1):  # EOF: the server is gone
+                os.close(go_r)
+                if _recv().get("op") == "fork":
+                    _episode(hello["limits"], prepared)
+        except BaseException:  # noqa: BLE001 - EOF or a broken parent: just end
+            code = 1
+        os._exit(code)
+    os.close(go_r)
+    return pid, go_w
+
+
+def main():
+    hello = _recv()
+    if hello.get("op") == "serve":
+        _serve(hello)
+    else:
+        _episode(hello["limits"], _prepare(hello["limits"], hello.get("allow_weak_isolation")))
 
 
 if __name__ == "__main__":

@@ -98,3 +98,53 @@ def test_injected_faults_are_hard_failures_with_the_right_reason(certify_env, fa
     print(f"\n{fault}: injected {injected}, recall {recall:.3f}")
     assert injected >= 5, f"too few candidates to inject {fault} into"
     assert recall >= 0.99, misses
+
+
+def test_certify_many_equals_certify_one_by_one(certify_env) -> None:
+    """The fast batch path (fork server, shared static analysis, grounding on worker threads)
+    gives every candidate — untouched, faulty, quizzer failure, drifted — the same certificate
+    as :func:`certify`, in input order."""
+    e = certify_env["academic"]
+    pool = _certified(certify_env, "academic")
+    batch = list(e["candidates"])
+    for fault in ("reversed_direction", "swapped_answer", "tampered_rows_rehashed", "foreign_evidence_untraced"):
+        batch += [f for f in (inject(fault, c, pool, e["schema"]) for c in pool[:3]) if f is not None]
+    batch.append(QACandidate.from_record(batch[0].to_record()).fail("code_error", "boom"))
+    drifted = QACandidate.from_record(batch[1].to_record())
+    drifted.meta["snapshot_fingerprint"] = certify_env["drift"]
+    batch.append(drifted)
+    for c in batch[:-1]:
+        c.meta["snapshot_fingerprint"] = e["fingerprint"]
+    from components.certify import certify_many
+
+    done: list[int] = []
+    many = certify_many(batch, schema=e["schema"], query_path=e["qp"], current_fingerprint=e["fingerprint"],
+                        workers=2, window=3, progress=done.append)
+    assert len(many) == len(batch) and sum(done) == len(batch)
+    one = [certify(c, schema=e["schema"], query_path=e["qp"], current_fingerprint=e["fingerprint"],
+                   snapshot_fingerprint=c.meta.get("snapshot_fingerprint")) for c in batch]
+    assert [(m.status, m.reasons) for m in many] == [(o.status, o.reasons) for o in one]
+    assert many[-1].reasons == ["snapshot_drift"] and many[-2].reasons == ["quizzer_failure"]
+    assert sum(m.status == "hard_failure" for m in many) >= 10
+    assert sum(m.status == "strict" for m in many) >= 5
+
+
+def test_grounding_replays_the_reexecuted_results(certify_env) -> None:
+    """Check 4 answers the program's evidence queries from check 3's fresh results; a query the
+    program runs beyond its evidence still goes to the database."""
+    from components.certify.checks import ReplayQueryPath, check_grounding, check_reexecution
+
+    e = certify_env["ecommerce"]
+    cand = next(c for c, cert in _untouched(certify_env, "ecommerce") if cert.status == "strict")
+    results: dict = {}
+    assert check_reexecution(cand, e["qp"], e["fingerprint"], e["fingerprint"], results=results).passed
+    assert len(results) == len(cand.evidence)
+    replay = ReplayQueryPath(e["qp"], results)
+    assert check_grounding(cand, replay, e["schema"]).passed
+    assert replay.replayed == len(cand.evidence) and replay.forwarded == 0
+    extra = QACandidate.from_record(cand.to_record())
+    extra.final_program = "cypher('MATCH (n) RETURN count(n) AS n')\n" + extra.final_program
+    extra.trace = []
+    replay = ReplayQueryPath(e["qp"], results)
+    check_grounding(extra, replay, e["schema"])
+    assert replay.forwarded == 1

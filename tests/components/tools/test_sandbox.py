@@ -13,7 +13,7 @@ import pytest
 
 from components.cypher.query_path import ReadOnlyQueryPath
 from components.graph.ladybug import LadybugBackend
-from components.tools.sandbox import SandboxEpisode, SandboxLimits
+from components.tools.sandbox import SandboxEpisode, SandboxLimits, SandboxServer
 from components.tools.traced import result_hash
 
 LIMITS = SandboxLimits(cell_timeout_s=3.0, cpu_s=10, memory_mb=384, output_bytes=2000)
@@ -35,11 +35,23 @@ def fingerprint(backend) -> str:
     return backend.fingerprint()
 
 
-@pytest.fixture()
-def episode(backend, fingerprint):
-    ep = SandboxEpisode(ReadOnlyQueryPath(backend, schema=backend.schema()), schema=backend.schema(), limits=LIMITS)
+@pytest.fixture(scope="module")
+def server():
+    with SandboxServer(LIMITS) as srv:
+        yield srv
+
+
+@pytest.fixture(params=["process", "forked"])
+def episode(request, backend, fingerprint, server):
+    """Every episode test runs twice: in a dedicated kernel process and in a child of the fork
+    server (the same server across tests, so a test that kills its child also proves the server
+    recovers for the next one)."""
+    srv = server if request.param == "forked" else None
+    ep = SandboxEpisode(ReadOnlyQueryPath(backend, schema=backend.schema()), schema=backend.schema(),
+                        limits=LIMITS, server=srv)
     yield ep
     ep.close()
+    assert srv is None or srv.busy is None
     assert backend.fingerprint() == fingerprint  # the graph is never changed
 
 
@@ -221,3 +233,49 @@ def test_unsafe_cypher_is_an_error_result(episode, query: str) -> None:
     assert not res.ok
     assert res.error["code"] in {"unsafe_query", "syntax_error"}, res.error
     assert episode.calls[-1]["ok"] is False
+
+
+def test_fork_server_isolates_episodes_from_each_other(backend) -> None:
+    """State an episode leaves behind — globals, patched builtins, patched modules — is gone in
+    the next episode of the same server; the server survives crashes, timeouts and exits."""
+    qp = ReadOnlyQueryPath(backend, schema=backend.schema())
+    with SandboxServer(LIMITS) as srv:
+        with SandboxEpisode(qp, limits=LIMITS, server=srv) as a:
+            res = a.run("import string, math\nsecret = 42\n__builtins__['len'] = None\n"
+                        "math.pi = 3\nstring.digits = 'forged'")
+            assert res.ok, res.error
+        for code, error in (("import ctypes", "exception"), ("while True: pass", "timeout"),
+                            ("raise SystemExit(3)", "exit"), ("open('/etc/passwd')", "exception")):
+            with SandboxEpisode(qp, limits=LIMITS, server=srv) as hostile:
+                r = hostile.run(code)
+                assert not r.ok and r.error["code"] == error, r.error
+        with SandboxEpisode(qp, limits=LIMITS, server=srv) as b:
+            res = b.run("import string, math\nprint(globals().get('secret'), math.pi, string.digits, len('ab'))\n"
+                        "mark_evidence(cypher('MATCH (p:Person) RETURN count(p) AS n'))")
+            assert res.ok, res.error
+            assert res.stdout == "None 3.141592653589793 0123456789 2\n"
+            assert b.isolation.startswith("seccomp") and len(b.evidence) == 1
+        assert srv.episodes == 6 and srv.busy is None
+
+
+def test_fork_server_child_crash_is_reported_like_a_process_crash(backend) -> None:
+    qp = ReadOnlyQueryPath(backend, schema=backend.schema())
+    with SandboxServer(LIMITS) as srv:
+        for _ in range(2):
+            with SandboxEpisode(qp, limits=LIMITS, server=srv) as ep:
+                r = ep.run("import ctypes\n")  # not importable: a plain error, episode alive
+                assert not r.ok and ep.alive
+                r = ep.run("x = [1] * (10 ** 10)")
+                assert not r.ok and r.error["code"] == "memory_limit"
+                r = ep.run("print('still here')")
+                assert r.ok and r.stdout == "still here\n"
+        with pytest.raises(ValueError, match="limits"):
+            SandboxEpisode(qp, limits=SandboxLimits(cpu_s=1), server=srv).run("print(1)")
+        assert srv.busy is None
+    cpu = SandboxLimits(cell_timeout_s=20, cpu_s=1)
+    with SandboxServer(cpu) as srv:
+        with SandboxEpisode(qp, limits=cpu, server=srv) as ep:
+            r = ep.run("while True: pass")
+            assert not r.ok and r.error["code"] == "cpu_limit" and not ep.alive
+        with SandboxEpisode(qp, limits=cpu, server=srv) as ep:
+            assert ep.run("print(1)").stdout == "1\n"
