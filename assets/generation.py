@@ -3,6 +3,7 @@
 import dagster as dg
 
 from assets.graph import snapshot_key
+from assets.metadata import counts_table
 from assets.resources import ArtifactStore
 from components.quizzer.run import (
     QUIZ_VERSION,
@@ -23,13 +24,6 @@ GROUP = "generation"
 
 def qa_candidates_key(domain: str) -> dg.AssetKey:
     return dg.AssetKey([domain, "qa_candidates"])
-
-
-def _counts_table(counts: dict[str, int], key: str) -> dg.TableMetadataValue:
-    return dg.MetadataValue.table(
-        [dg.TableRecord({key: k, "count": int(v)}) for k, v in counts.items()],
-        schema=dg.TableSchema(columns=[dg.TableColumn(key, "string"), dg.TableColumn("count", "int")]),
-    )
 
 
 def _preview(cands: list) -> str:
@@ -93,8 +87,8 @@ def qa_candidates_asset(domain: str, quiz: QuizConfig) -> list:
                 "path": dg.MetadataValue.path(str(out)),
                 "candidates": summary["total"],
                 "ok": summary["ok"],
-                "by_quizzer": _counts_table(by_kind, "quizzer / outcome"),
-                "failure_reasons": _counts_table(summary["failure_reasons"], "reason"),
+                "by_quizzer": counts_table(by_kind, "quizzer / outcome"),
+                "failure_reasons": counts_table(summary["failure_reasons"], "reason"),
                 "requested_axes": dg.MetadataValue.json(summary["by_axes"]),
                 "llm_tokens_per_s": summary["llm_tokens_per_s"] or 0.0,
                 "wall_s": dg.MetadataValue.json(summary["wall_s"]),

@@ -144,7 +144,7 @@ def _cmd_cypher_features(args: argparse.Namespace) -> int:
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
-    from components.certify import SemanticJudge, certify
+    from components.certify import SemanticJudge, certify_many
     from components.cypher.query_path import ReadOnlyQueryPath
     from components.quizzer.candidate import QACandidate
 
@@ -162,12 +162,12 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         schema = backend.schema()
         path = ReadOnlyQueryPath(backend, schema=schema)
         current = backend.fingerprint()
-        certs = {}
-        for lineno, cand, _ in rows:
-            if cand is not None:
-                snap = args.snapshot_fingerprint or cand.meta.get("snapshot_fingerprint") or current
-                certs[lineno] = certify(cand, schema=schema, query_path=path,
-                                        snapshot_fingerprint=snap, current_fingerprint=current)
+        good = [(lineno, cand) for lineno, cand, _ in rows if cand is not None]
+        for _, cand in good:  # the claimed snapshot: flag, else the record's, else this graph
+            cand.meta["snapshot_fingerprint"] = (args.snapshot_fingerprint
+                                                 or cand.meta.get("snapshot_fingerprint") or current)
+        results = certify_many([c for _, c in good], schema=schema, query_path=path, current_fingerprint=current)
+        certs = {lineno: cert for (lineno, _), cert in zip(good, results, strict=True)}
     finally:
         backend.close()
     verdicts: dict[int, Any] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from assets.certification import certified_dataset_asset
 from assets.generation import qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from assets.resources import ArtifactStore, GraphBackendResource
@@ -20,6 +21,7 @@ def domain_assets(cfg: DomainConfig) -> list:
     return [
         *graph_snapshot_asset(cfg.name, cfg.source, cfg.description),
         *qa_candidates_asset(cfg.name, cfg.quiz),
+        *certified_dataset_asset(cfg.name, cfg.certify),
     ]
 
 

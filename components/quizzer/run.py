@@ -6,8 +6,6 @@ This is what the ``qa_candidates`` asset and ``graphdojo quiz`` call; both stay 
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -15,13 +13,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from components.quizzer.candidate import QACandidate
 from components.quizzer.llm_quizzer import LLMQuizzer, LLMQuizzerConfig
 from components.quizzer.template import TemplateQuizzer
-from components.store.fingerprint import chain_fingerprint
+from components.store.fingerprint import chain_fingerprint, code_digest, write_parquet
 
 __all__ = [
     "QUIZ_VERSION",
@@ -76,14 +73,6 @@ class QuizConfig:
         return LLMQuizzerConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.llm.items()})
 
 
-def _code_digest() -> str:
-    """Hash of the quizzer's own source: changed templates or prompts give a new fingerprint."""
-    h = hashlib.blake2b(digest_size=8)
-    for f in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
-
-
 def model_identity(config: QuizConfig) -> dict[str, Any]:
     """What the LLM Quizzer's model *is* (not just its path): for a local folder, its config and
     weight files' names and sizes; the default is the pinned SmolLM2 wheel."""
@@ -107,7 +96,7 @@ def model_identity(config: QuizConfig) -> dict[str, Any]:
 def quiz_fingerprint(snapshot_fingerprint: str, config: QuizConfig) -> str:
     return chain_fingerprint(
         [snapshot_fingerprint],
-        f"{QUIZ_VERSION}:{_code_digest()}",
+        f"{QUIZ_VERSION}:{code_digest(Path(__file__).parent)}",
         {**config.to_json(), "model_identity": model_identity(config)},
     )
 
@@ -168,18 +157,7 @@ def _bind(progress: Progress | None, kind: str) -> Callable[[int, int], None] | 
 
 def write_candidates(candidates: Iterable[QACandidate], path: str | Path) -> Path:
     """Write Parquet atomically (temp file + rename): a crash never leaves a partial file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist([c.to_record() for c in candidates])
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_parquet((c.to_record() for c in candidates), path)
 
 
 def read_candidates(path: str | Path) -> list[QACandidate]:
@@ -216,7 +194,8 @@ def summarize(candidates: Iterable[QACandidate], wall_s: Mapping[str, float] | N
 
 
 class TqdmProgress:
-    """A :data:`Progress` callback drawing one progress bar per quizzer kind (on a terminal)."""
+    """A ``(kind, done, total)`` progress callback drawing one bar per kind — quizzer kind, or
+    certification stage — on a terminal."""
 
     def __init__(self, desc: str = "quizzing") -> None:
         self.desc = desc

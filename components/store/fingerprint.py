@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["chain_fingerprint", "hash_path"]
+__all__ = ["chain_fingerprint", "code_digest", "hash_path", "write_parquet"]
 
 
 def chain_fingerprint(parents: Iterable[str], version: str, params: Mapping[str, Any]) -> str:
@@ -40,3 +40,36 @@ def hash_path(path: str | Path) -> str:
                 h.update(chunk)
         h.update(b"\0")
     return h.hexdigest()
+
+
+def code_digest(folder: str | Path) -> str:
+    """Hash of a package folder's ``*.py`` sources: a step's changed code gives its artifacts a
+    new fingerprint."""
+    h = hashlib.blake2b(digest_size=8)
+    for f in sorted(Path(folder).glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
+    """Write rows as Parquet atomically (temp file + rename): a crash never leaves a partial
+    file. No rows: an empty table with an ``id`` column."""
+    import os
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [dict(r) for r in rows]
+    table = pa.Table.from_pylist(rows) if rows else pa.table({"id": pa.array([], pa.string())})
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

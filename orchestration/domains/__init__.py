@@ -15,6 +15,11 @@ Schema of a file::
       seed: 0
       backend: transformers   # or openai / vllm, with backend_options
       llm: {max_turns: 2, max_new_tokens: 192}
+    certify:                  # optional: CertifyConfig (components/certify/dataset.py)
+      judge: off              # on: the two-stage judge admits only what it accepts
+      eval_questions: eval/academic.jsonl   # leakage filter's evaluation set (JSONL)
+      bands: {admitted_rate: [0.5, 1.0]}    # WARN checks on the funnel rates
+      fault_sample: 12        # certified items per fault type in the accuracy report
 
 Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
 """
@@ -27,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from components.certify.dataset import CertifyConfig
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig
 
@@ -48,6 +54,7 @@ class DomainConfig:
     default: bool = False
     path: str = ""
     quiz: QuizConfig = QuizConfig()
+    certify: CertifyConfig = CertifyConfig()
 
 
 def _load(path: Path) -> DomainConfig:
@@ -70,9 +77,16 @@ def _load(path: Path) -> DomainConfig:
         quiz = QuizConfig.from_dict(raw.get("quiz"))
     except (TypeError, ValueError) as exc:
         raise DomainConfigError(f"{path}: quiz: {exc}") from exc
+    try:
+        certify = CertifyConfig.from_dict(raw.get("certify"), base=path.parent)
+    except (TypeError, ValueError) as exc:
+        raise DomainConfigError(f"{path}: certify: {exc}") from exc
+    if certify.eval_questions and not Path(certify.eval_questions).is_file():
+        raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
     return DomainConfig(
         name=name,
         quiz=quiz,
+        certify=certify,
         source=SourceSpec(str(src["format"]), location, dict(src.get("options") or {})),
         description=str(raw.get("description", "")),
         default=bool(raw.get("default", False)),

@@ -1,0 +1,314 @@
+"""The certified dataset of one graph snapshot: certify every candidate, judge, filter leakage,
+measure the certifier, and write the table (what the ``certified_dataset`` asset and
+``graphdojo certify`` build on).
+
+One row per candidate (:func:`run_certification` → :class:`CertifiedRun`): the candidate's own
+record (question, answer, final program, evidence, … as in ``qa_candidates``) plus
+
+* ``status`` (strict / partial / hard_failure), ``reasons`` (list), ``certificate_json``;
+* ``verdict`` — the judge's accept / reject / uncertain, ``skipped`` with the judge off, or
+  ``not_judged`` for hard failures (they never reach it); ``judge_json``;
+* ``leaked`` and ``leakage_json`` (matched entities, eval qids, where);
+* ``evidence_features_json`` — the Cypher deriver's features of each evidence query (the
+  evidence *structure* the rubric scores against);
+* ``admitted`` — certified (strict or partial) **and** the judge accepted (or is off) **and**
+  not leaked.
+
+The funnel (:func:`funnel`) counts candidates → quizzer failures and hard failures by cause →
+strict / partial → judge accept / reject / uncertain → leakage drops → admitted.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Final
+
+import pyarrow.parquet as pq
+
+from components.certify.accuracy import AccuracyReport, fault_accuracy
+from components.certify.certifier import REASONS, Certificate, certify_many
+from components.certify.faults import FAULTS
+from components.certify.judge import JudgeVerdict, SemanticJudge
+from components.certify.leakage import LeakageFilter, LeakageResult, build_lexicon, load_eval_questions
+from components.cypher.features import features_json
+from components.quizzer.candidate import QACandidate
+from components.store.fingerprint import chain_fingerprint, code_digest, hash_path, write_parquet
+
+__all__ = [
+    "CERTIFY_VERSION",
+    "FUNNEL_RATES",
+    "CertifiedRun",
+    "CertifyConfig",
+    "certify_fingerprint",
+    "funnel",
+    "funnel_chart",
+    "funnel_rates",
+    "read_certified",
+    "run_certification",
+    "write_certified",
+]
+
+CERTIFY_VERSION: Final = "certify-1"
+JUDGE_MODES: Final = ("off", "on")
+#: Rates published as metadata (0..1, over all candidates) that domain configs may bound.
+FUNNEL_RATES: Final = ("certified_rate", "strict_rate", "hard_failure_rate", "admitted_rate",
+                       "judge_accept_rate", "leakage_rate")
+
+
+@dataclass(frozen=True)
+class CertifyConfig:
+    """How a domain's candidates are certified (a domain YAML's ``certify:``).
+
+    ``judge``: ``off`` admits every strict / partial candidate unreviewed (the funnel shows the
+    stage as skipped) — the CPU default, since a 135M-parameter judge is noise; ``on`` runs the
+    two-stage judge with ``judge_backend`` / ``judge_options`` (as the quizzer's backends) and
+    admits only accepted candidates. ``eval_questions``: a JSONL evaluation set for the leakage
+    filter (relative paths are resolved against the domain YAML). ``bands``: ``{rate: [min,
+    max]}`` for the funnel-rate checks (rates of :data:`FUNNEL_RATES`). ``fault_sample``:
+    certified items per fault type in the accuracy report (0 skips it).
+    """
+
+    judge: str = "off"
+    judge_backend: str = "transformers"
+    judge_options: Mapping[str, Any] = field(default_factory=dict)
+    judge_max_new_tokens: int = 256
+    eval_questions: str | None = None
+    bands: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    fault_sample: int = 12
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.judge not in JUDGE_MODES:
+            raise ValueError(f"judge must be one of {JUDGE_MODES}, not {self.judge!r}")
+        for rate, band in self.bands.items():
+            if rate not in FUNNEL_RATES:
+                raise ValueError(f"unknown funnel rate {rate!r}; known: {list(FUNNEL_RATES)}")
+            if not (isinstance(band, (list, tuple)) and len(band) == 2 and 0 <= band[0] <= band[1] <= 1):
+                raise ValueError(f"band for {rate} must be [min, max] with 0 <= min <= max <= 1, not {band!r}")
+        if self.fault_sample < 0:
+            raise ValueError("fault_sample must be >= 0")
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None, base: Path | None = None) -> CertifyConfig:
+        raw = dict(raw or {})
+        known = {f.name for f in fields(cls)}
+        unknown = set(raw) - known
+        if unknown:
+            raise ValueError(f"unknown certify options {sorted(unknown)}; known: {sorted(known)}")
+        if isinstance(raw.get("judge"), bool):  # YAML 1.1 reads a bare on / off as a boolean
+            raw["judge"] = "on" if raw["judge"] else "off"
+        ev = raw.get("eval_questions")
+        if ev and base is not None and not Path(ev).is_absolute():
+            raw["eval_questions"] = str((base / ev).resolve())
+        if "bands" in raw:
+            raw["bands"] = {k: tuple(v) if isinstance(v, list) else v for k, v in dict(raw["bands"] or {}).items()}
+        return cls(**raw)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "judge_options": dict(self.judge_options),
+                "bands": {k: list(v) for k, v in self.bands.items()}}
+
+
+def certify_fingerprint(candidates_fingerprint: str, config: CertifyConfig) -> str:
+    """The dataset's lineage: the candidates, the certifier's code, the config and the eval set's
+    content (a changed evaluation set is a new dataset)."""
+    ev = config.eval_questions
+    eval_hash = hash_path(ev) if ev and Path(ev).is_file() else None
+    return chain_fingerprint([candidates_fingerprint], f"{CERTIFY_VERSION}:{code_digest(Path(__file__).parent)}",
+                             {**config.to_json(), "eval_questions_hash": eval_hash})
+
+
+@dataclass
+class CertifiedRun:
+    rows: list[dict[str, Any]]
+    accuracy: AccuracyReport | None
+    leakage_report: dict[str, Any] | None
+    wall_s: dict[str, float]
+    judge_error: str | None = None
+
+    @property
+    def admitted(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["admitted"]]
+
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def _row(cand: QACandidate, cert: Certificate, verdict: JudgeVerdict | None, judge_on: bool,
+         leak: LeakageResult | None, schema: Any) -> dict[str, Any]:
+    certified = cert.status != "hard_failure"
+    if not certified:
+        verdict_name = "not_judged"
+    elif not judge_on:
+        verdict_name = "skipped"
+    else:
+        verdict_name = verdict.verdict if verdict is not None else "uncertain"
+    leaked = bool(leak and leak.dropped)
+    features = [features_json(e.get("query", ""), schema) for e in cand.evidence] if certified else []
+    return {
+        **cand.to_record(),
+        "status": cert.status,
+        "reasons": list(cert.reasons),
+        "certificate_json": json.dumps(cert.to_json(), sort_keys=True, default=str),
+        "verdict": verdict_name,
+        "judge_json": json.dumps(verdict.to_json() if verdict else None, default=str),
+        "leaked": leaked,
+        "leakage_json": json.dumps(leak.to_json() if leak else None, default=str),
+        "evidence_features_json": json.dumps(features, sort_keys=True, default=str),
+        "admitted": certified and verdict_name in ("accept", "skipped") and not leaked,
+    }
+
+
+def run_certification(
+    candidates: Sequence[QACandidate],
+    db_location: str,
+    config: CertifyConfig,
+    *,
+    progress: Progress | None = None,
+) -> CertifiedRun:
+    """Certify ``candidates`` against the graph at ``db_location`` (a fresh read-only
+    connection), judge the certified ones (``config.judge == "on"``), run the leakage filter
+    (``config.eval_questions``) and the fault-injection accuracy report; see the module
+    docstring. Never raises for anything a candidate contains."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph import open_backend
+
+    wall: dict[str, float] = {}
+    backend = open_backend(db_location)
+    try:
+        schema = backend.schema()
+        path = ReadOnlyQueryPath(backend, schema=schema)
+        current = backend.fingerprint()
+        n = len(candidates)
+        done = [0]
+
+        def tick(stage: str, total: int) -> Callable[[int], None]:
+            done[0] = 0
+
+            def step(k: int) -> None:
+                done[0] += k
+                if progress:
+                    progress(stage, done[0], total)
+            return step
+
+        t0 = time.perf_counter()
+        certs = certify_many(candidates, schema=schema, query_path=path, current_fingerprint=current,
+                             progress=tick("certify", n))
+        wall["certify"] = time.perf_counter() - t0
+
+        verdicts: dict[int, JudgeVerdict] = {}
+        judge_error = None
+        certified_idx = [i for i, c in enumerate(certs) if c.status != "hard_failure"]
+        if config.judge == "on" and certified_idx:
+            from components.llm import make_backend
+
+            t0 = time.perf_counter()
+            llm = make_backend(config.judge_backend, **dict(config.judge_options))
+            try:
+                judge = SemanticJudge(llm, max_new_tokens=config.judge_max_new_tokens, seed=config.seed)
+                got = judge.judge([candidates[i] for i in certified_idx])
+            finally:
+                llm.close()
+            verdicts = dict(zip(certified_idx, got, strict=True))
+            judge_error = next((v.error for v in got if v.error), None)
+            wall["judge"] = time.perf_counter() - t0
+
+        leaks: dict[int, LeakageResult] = {}
+        leakage_report = None
+        if config.eval_questions:
+            t0 = time.perf_counter()
+            filt = LeakageFilter(load_eval_questions(config.eval_questions), lexicon=build_lexicon(path, schema))
+            leaks = {i: filt.check(c) for i, c in enumerate(candidates)}
+            by_where: Counter[str] = Counter()
+            by_eval: Counter[str] = Counter()
+            for res in leaks.values():
+                by_where.update({w for _, _, w in res.matches})
+                by_eval.update({q for _, q, _ in res.matches})
+            leakage_report = {"eval_questions": config.eval_questions, "eval_items": len(filt.items),
+                              "leaked": sum(r.dropped for r in leaks.values()),
+                              "by_where": dict(by_where), "by_eval": dict(by_eval.most_common())}
+            wall["leakage"] = time.perf_counter() - t0
+
+        rows = [_row(c, certs[i], verdicts.get(i), config.judge == "on", leaks.get(i), schema)
+                for i, c in enumerate(candidates)]
+
+        accuracy = None
+        pool = [c for c, cert in zip(candidates, certs, strict=True) if cert.status != "hard_failure"]
+        if config.fault_sample > 0 and pool:
+            t0 = time.perf_counter()
+            accuracy = fault_accuracy(pool, schema=schema, query_path=path, fingerprint=current,
+                                      per_fault=config.fault_sample, seed=config.seed,
+                                      progress=tick("fault injection", len(pool) + config.fault_sample * len(FAULTS)))
+            wall["fault_injection"] = time.perf_counter() - t0
+        return CertifiedRun(rows, accuracy, leakage_report, wall, judge_error)
+    finally:
+        backend.close()
+
+
+# -- the funnel ------------------------------------------------------------------------------
+
+
+def funnel(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
+    """Ordered ``(stage, count)``: candidates, hard failures by cause (``hard_failure:<reason>``),
+    strict, partial, judge accept / reject / uncertain (or skipped), leakage drops, admitted."""
+    n = len(rows)
+    status = Counter(r["status"] for r in rows)
+    causes = Counter(r["reasons"][0] if r["reasons"] else "internal_error"
+                     for r in rows if r["status"] == "hard_failure")
+    out: list[tuple[str, int]] = [("candidates", n), ("hard_failure", status["hard_failure"])]
+    out += [(f"hard_failure:{reason}", causes[reason]) for reason in REASONS if causes[reason]]
+    out += [("strict", status["strict"]), ("partial", status["partial"])]
+    certified = [r for r in rows if r["status"] != "hard_failure"]
+    verdicts = Counter(r["verdict"] for r in certified)
+    if verdicts.get("skipped"):  # judge off
+        out.append(("judge:skipped", verdicts["skipped"]))
+    else:
+        out += [(f"judge:{v}", verdicts[v]) for v in ("accept", "reject", "uncertain")]
+    passed_judge = [r for r in certified if r["verdict"] in ("accept", "skipped")]
+    out.append(("leakage_dropped", sum(bool(r["leaked"]) for r in passed_judge)))
+    out.append(("admitted", sum(bool(r["admitted"]) for r in rows)))
+    return out
+
+
+def funnel_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The :data:`FUNNEL_RATES` (over all candidates; judge accept over certified ones, counting
+    ``skipped`` as accepted; leakage over all candidates)."""
+    n = max(len(rows), 1)
+    certified = [r for r in rows if r["status"] != "hard_failure"]
+    return {
+        "certified_rate": len(certified) / n,
+        "strict_rate": sum(r["status"] == "strict" for r in rows) / n,
+        "hard_failure_rate": (len(rows) - len(certified)) / n,
+        "admitted_rate": sum(bool(r["admitted"]) for r in rows) / n,
+        "judge_accept_rate": sum(r["verdict"] in ("accept", "skipped") for r in certified) / max(len(certified), 1),
+        "leakage_rate": sum(bool(r["leaked"]) for r in rows) / n,
+    }
+
+
+def funnel_chart(stages: Sequence[tuple[str, int]], width: int = 40) -> str:
+    """The funnel as a Markdown bar chart (renders in the Dagster UI and any terminal)."""
+    top = max((c for _, c in stages), default=0) or 1
+    lines = ["```text"]
+    for stage, count in stages:
+        bar = "█" * round(width * count / top)
+        indent = "  " if ":" in stage else ""
+        lines.append(f"{indent + stage:<34} {bar} {count}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+# -- storage ---------------------------------------------------------------------------------
+
+
+def write_certified(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """Parquet, atomically (temp file + rename)."""
+    return write_parquet(rows, path)
+
+
+def read_certified(path: str | Path) -> list[dict[str, Any]]:
+    return pq.read_table(path).to_pylist()

@@ -1,0 +1,129 @@
+"""In-process materialization of graph_snapshot -> qa_candidates -> certified_dataset with its
+checks, on the real embedded graph, the real sandbox, the real GX suite (and, for the judge, a
+real tiny model)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from assets.certification import certified_dataset_asset
+from assets.generation import qa_candidates_asset
+from assets.graph import graph_snapshot_asset
+from assets.resources import ArtifactStore, GraphBackendResource
+from components.certify.dataset import CertifyConfig, read_certified
+from components.graph.snapshot import SourceSpec
+from components.quizzer.run import QuizConfig
+from components.store import Catalog
+
+SOURCE = SourceSpec("generator", "academic", {"seed": 2, "scale": 200})
+QUIZ = QuizConfig(template_n=16, llm_n=0, seed=1)
+
+
+def _materialize(root: Path, certify: CertifyConfig, quiz: QuizConfig = QUIZ):
+    defs = [*graph_snapshot_asset("lab", SOURCE), *qa_candidates_asset("lab", quiz),
+            *certified_dataset_asset("lab", certify)]
+    with dg.DagsterInstance.ephemeral() as instance:
+        return dg.materialize(
+            defs,
+            resources={"store": ArtifactStore(data_root=str(root)), "graph": GraphBackendResource()},
+            instance=instance,
+            raise_on_error=False,
+        )
+
+
+def _meta(result, name: str):
+    (mat,) = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()
+              if e.asset_key.path[-1] == name]
+    return mat.metadata
+
+
+def _checks(result) -> dict[str, bool]:
+    return {c.check_name: c.passed for c in result.get_asset_check_evaluations()}
+
+
+def _eval_file(tmp: Path, items: list[dict]) -> str:
+    path = tmp / "eval.jsonl"
+    path.write_text("".join(json.dumps(i) + "\n" for i in items))
+    return str(path)
+
+
+def test_certified_dataset_with_green_checks(tmp_path: Path) -> None:
+    probe = _materialize(tmp_path / "probe", CertifyConfig(fault_sample=0))
+    rows = read_certified(_meta(probe, "certified_dataset")["path"].value)
+    named = next(r for r in rows if r["admitted"] and r["start_node_json"] != "null")
+    start = json.loads(named["start_node_json"])
+    # an evaluation set that grounds the start node of one admitted candidate
+    ev = _eval_file(tmp_path, [{"qid": "e1", "question": "Anything about this node?", "answer": "",
+                                "entities": [start["id"]]}])
+    config = CertifyConfig(eval_questions=ev, fault_sample=4,
+                           bands={"admitted_rate": (0.5, 1.0), "hard_failure_rate": (0.0, 0.0)})
+    result = _materialize(tmp_path / "run", config)
+    assert result.success
+    checks = _checks(result)
+    assert checks == {"graph_non_empty": True, "admitted_nonzero": True, "admitted_reverified": True,
+                      "no_leakage": True, "expectations": True, "certifier_accuracy": True,
+                      "admitted_rate_bounds_check": True, "hard_failure_rate_bounds_check": True}
+    meta = _meta(result, "certified_dataset")
+    rows = read_certified(meta["path"].value)
+    admitted = read_certified(meta["admitted_path"].value)
+    assert len(rows) == 16 == meta["candidates"].value
+    assert [r["id"] for r in admitted] == [r["id"] for r in rows if r["admitted"]]
+    assert meta["admitted"].value == len(admitted) > 0
+    leaked = [r for r in rows if r["leaked"]]
+    assert named["id"] in {r["id"] for r in leaked} and not any(r["admitted"] for r in leaked)
+    assert all(json.loads(r["leakage_json"])["matches"][0]["qid"] == "e1" for r in leaked)
+    funnel = {r["stage"]: r["count"] for r in (rec.data for rec in meta["funnel"].value.records)}
+    assert funnel["candidates"] == 16 and funnel["leakage_dropped"] == len(leaked)
+    assert funnel["strict"] + funnel["partial"] + funnel["hard_failure"] == 16
+    assert funnel["admitted"] == len(admitted) and funnel["judge:skipped"] == funnel["strict"] + funnel["partial"]
+    assert "admitted" in meta["funnel_chart"].value and meta["leakage_rate"].value == len(leaked) / 16
+    faults = [r.data for r in meta["certifier_accuracy"].value.records]
+    assert len(faults) == 11 and all(f["recall"] == 1.0 for f in faults if f["injected"])
+    assert meta["certifier_accuracy_passed"].value is True
+    for r in admitted:  # the admitted subset carries its evidence structure
+        assert r["status"] in ("strict", "partial") and r["verdict"] == "skipped"
+        features = json.loads(r["evidence_features_json"])
+        assert len(features) == len(json.loads(r["evidence_json"])) and all(f["ok"] for f in features)
+    rec = Catalog(tmp_path / "run" / "catalog.duckdb").latest("certified_dataset", "lab")
+    assert rec.parents == (_meta(result, "qa_candidates")["fingerprint"].value,)
+
+
+def test_blocking_checks_fail_when_nothing_is_admitted(tmp_path: Path) -> None:
+    """An evaluation set naming every node of the graph admits nothing: the blocking check fails
+    (the run reports it) and the bounds check warns."""
+    from components.graph.sources.demo import generate
+
+    data = generate("academic", seed=2, scale=200)
+    ids = [row["id"] for table in data.nodes.values() for row in table.rows]
+    ev = _eval_file(tmp_path, [{"qid": "all", "question": "everything", "answer": "", "entities": ids}])
+    result = _materialize(tmp_path, CertifyConfig(eval_questions=ev, fault_sample=0,
+                                                  bands={"admitted_rate": (0.5, 1.0)}))
+    checks = _checks(result)
+    assert checks["admitted_nonzero"] is False and checks["admitted_rate_bounds_check"] is False
+    assert checks["no_leakage"] is True and checks["expectations"] is True
+    assert _meta(result, "certified_dataset")["admitted"].value == 0
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from components.llm.models import tiny_random_model
+
+    return tiny_random_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+def test_judge_on_admits_only_accepted(tmp_path: Path, tiny_model: Path) -> None:
+    """A random tiny judge never writes a verdict line: every certified candidate is
+    ``uncertain`` and none is admitted — the judge's stage is real, and blocking."""
+    config = CertifyConfig(judge="on", judge_options={"model_dir": str(tiny_model), "threads": 1},
+                           judge_max_new_tokens=8, fault_sample=0)
+    result = _materialize(tmp_path, config, QuizConfig(template_n=4, llm_n=0, seed=1))
+    rows = read_certified(_meta(result, "certified_dataset")["path"].value)
+    certified = [r for r in rows if r["status"] != "hard_failure"]
+    assert certified and {r["verdict"] for r in certified} == {"uncertain"}
+    assert all(json.loads(r["judge_json"])["completion_tokens"] > 0 for r in certified)
+    assert not any(r["admitted"] for r in rows)
+    assert _checks(result)["admitted_nonzero"] is False
