@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from components.graph import GraphBackend, open_backend
+from components.graph.ladybug import DEFAULT_BUFFER_POOL_MB
 from components.store import PROJECT_ROOT, Catalog
 from components.store import data_root as default_data_root
 
@@ -38,7 +39,7 @@ class GraphBackendResource(dg.ConfigurableResource):
     the environment, never from config files)."""
 
     timeout_ms: int = 30_000
-    buffer_pool_mb: int = 256
+    buffer_pool_mb: int = DEFAULT_BUFFER_POOL_MB
     neo4j_user: str | None = None  # default: NEO4J_USER, else "neo4j"
     neo4j_password: str | None = None  # default: NEO4J_PASSWORD
 

@@ -44,7 +44,11 @@ def db_file(path: str | Path) -> Path:
 _POSITION = re.compile(r"\(line: (\d+), offset: (\d+)\)")
 DEFAULT_TIMEOUT_MS = 30_000
 _TYPE_NAMES = {"BOOL": "BOOLEAN"}  # catalog spelling -> the schema's (Neo4j-neutral) names
-DEFAULT_BUFFER_POOL_MB = 256
+# Ladybug 0.22 segfaults (instead of erroring) on ordinary read queries once its buffer pool is
+# under pressure: a replay of the template quizzer's ~2700 queries on the 50k-node academic
+# graph crashed 5 runs out of 5 at 256 MB, at a random query each time, and never at 512 MB or
+# 2 GB. The pool is reserved, not resident: RSS grows only with the pages a query touches.
+DEFAULT_BUFFER_POOL_MB = 1024
 
 
 def _convert(value: Any) -> Any:
