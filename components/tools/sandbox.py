@@ -136,16 +136,17 @@ def _hello(limits: SandboxLimits, allow_weak_isolation: bool, op: str) -> dict[s
 
 
 class SandboxServer:
-    """A fork server for sandbox episodes: one long-lived kernel process that forks a child per
-    episode (the child limits itself, drops root and installs the seccomp filter exactly like a
-    dedicated kernel, then runs the episode's cells). Starting an episode costs a ``fork`` instead
-    of a fresh interpreter — what makes certifying hundreds of candidates a second possible.
+    """A fork server for sandbox episodes: one long-lived kernel process forks a child per
+    episode, prepared ahead of time with the same limits, unprivileged user and seccomp filter
+    as a dedicated kernel (see :func:`components.tools._kernel._serve`). Starting an episode
+    then costs about a millisecond instead of a fresh interpreter — what lets certification
+    re-run one supporting program per candidate at a useful rate.
 
     One episode at a time: pass the server to :class:`SandboxEpisode` (``server=``) and close the
     episode before opening the next. Children are prepared before they are needed, so they all
-    run with the server's ``limits`` (an episode with other limits is refused). The server process itself only ever runs this module's
-    trusted kernel code; a child that crashes, times out or corrupts the pipe costs a server
-    restart, never a wrong result. Close it (or use ``with``) when done.
+    run with the server's ``limits`` (an episode with other limits is refused). The server
+    process only ever runs the kernel's own code; a child that crashes, times out or corrupts
+    the pipe costs a server restart, never a wrong result. Close it (or use ``with``) when done.
     """
 
     def __init__(self, limits: SandboxLimits = SandboxLimits(), *, allow_weak_isolation: bool = False) -> None:
