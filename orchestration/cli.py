@@ -143,6 +143,23 @@ def _cmd_cypher_features(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_rubric_score(args: argparse.Namespace) -> int:
+    from components.rubric.batch import score_files
+
+    schema = None
+    if args.db:
+        backend = _open(args.db)
+        try:
+            schema = backend.schema()
+        finally:
+            backend.close()
+    failed = 0
+    for row in score_files(args.gold, args.pred, schema):
+        failed += not row["ok"]
+        _emit(row)
+    return 1 if failed else 0
+
+
 def _cmd_certify(args: argparse.Namespace) -> int:
     from components.certify import SemanticJudge, certify_many
     from components.cypher.query_path import ReadOnlyQueryPath
@@ -381,6 +398,13 @@ def _parser() -> argparse.ArgumentParser:
     cfs.add_argument("--file", help='JSON lines {"id", "query"}')
     cf.add_argument("--db", default=None, help="optional graph: resolves unlabelled endpoints from its schema")
     cf.set_defaults(func=_cmd_cypher_features)
+
+    ru = sub.add_parser("rubric", help="evidence rubric").add_subparsers(dest="rubric_command", required=True)
+    rs = ru.add_parser("score", help="S_pair / S_align / S_aggregate / S_evidence of predicted vs gold marked queries")
+    rs.add_argument("--gold", required=True, help='JSON lines {"id", "queries": [...]} (or evidence / evidence_json)')
+    rs.add_argument("--pred", required=True, help="the same format; items pair by id (else by line)")
+    rs.add_argument("--db", default=None, help="optional graph: resolves unlabelled endpoints from its schema")
+    rs.set_defaults(func=_cmd_rubric_score)
 
     ce = sub.add_parser("certify", help="certify a JSONL of candidates (one JSON line per candidate)")
     ce.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")

@@ -192,3 +192,29 @@ def test_an_external_qa_record_with_only_the_documented_fields_certifies(academi
     stripped.write_text(json.dumps({k: v for k, v in json.loads(external.read_text().splitlines()[0]).items() if k != "id"}) + "\n")
     code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(stripped))
     assert code == 1 and "needs an 'id'" in out[0]["error"]["message"]
+
+
+def test_rubric_score_pairs_items_and_reports_every_problem(academic_db: Path, tmp_path: Path, capsys) -> None:
+    q = "MATCH (a:Author {name: $n})-[:WROTE]->(p:Paper) RETURN count(p) AS n"
+    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    gold.write_text("\n".join(json.dumps(x) for x in [
+        {"id": "a", "queries": [q], "answer": "3"},
+        {"id": "b", "evidence_json": json.dumps([{"id": "b:q1", "query": q}])},
+        {"id": "c", "queries": [q]},
+    ]) + "\n")
+    pred.write_text("\n".join([
+        json.dumps({"id": "b", "evidence": [{"query": "MATCH (v:Venue) RETURN v.name"}]}),
+        json.dumps({"id": "a", "queries": ["MATCH (x:Paper)<-[:WROTE]-(y:Author) WHERE y.name = $n RETURN count(x)"], "answer": "4"}),
+        json.dumps({"id": "z", "queries": []}),
+        "{broken",
+    ]) + "\n")
+    capsys.readouterr()
+    code, rows, _ = _run(capsys, "rubric", "score", "--gold", str(gold), "--pred", str(pred), "--db", str(academic_db))
+    assert code == 1
+    by = {(r["id"], r.get("code")): r for r in rows}
+    a = by[("a", None)]
+    assert a["s_evidence"] == a["s_align"] == a["s_aggregate"] == 1.0 and a["answer"]["em"] == 0.0
+    b = by[("b", None)]
+    assert 0.0 <= b["s_evidence"] < 0.5 and b["m"] == 1 and b["n"] == 1 and len(b["s_pair"]["matrix"]) == 1
+    assert ("c", "missing_prediction") in by and ("z", "no_gold") in by
+    assert any(r.get("code") == "bad_input" and r["side"] == "pred" for r in rows)
