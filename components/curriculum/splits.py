@@ -1,0 +1,77 @@
+"""Train / validation / test splits grouped so that no entity crosses splits.
+
+Items that share an entity (directly, or through a chain of items) form one group
+(union-find); whole groups go to splits. Groups are shuffled with the seed and each is given to
+the split furthest below its target share (ties: train, then validation, then test), so the
+realised fractions track the targets as closely as the group sizes allow. Items marked OOD are
+kept out of train (they go to test; their groups follow them, since an entity may not cross).
+
+>>> items = [("q1", ["a"]), ("q2", ["a", "b"]), ("q3", ["c"]), ("q4", ["d"])]
+>>> s = entity_grouped_splits(items, fractions=(0.5, 0.25, 0.25), seed=0)
+>>> s["q1"] == s["q2"]
+True
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Final
+
+__all__ = ["SPLITS", "entity_grouped_splits"]
+
+SPLITS: Final = ("train", "validation", "test")
+
+
+def entity_grouped_splits(
+    items: Iterable[tuple[str, Iterable[Any]]],
+    *,
+    fractions: Sequence[float] = (0.8, 0.1, 0.1),
+    seed: int = 0,
+    ood: Collection[str] = (),
+) -> dict[str, str]:
+    """``{item id: split}`` (see the module docstring)."""
+    if len(fractions) != 3 or min(fractions) < 0 or abs(sum(fractions) - 1.0) > 1e-9:
+        raise ValueError("fractions must be three non-negative shares summing to 1")
+    items = [(str(i), [str(e) for e in ents]) for i, ents in items]
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    for item_id, ents in items:
+        node = f"item:{item_id}"
+        find(node)
+        for e in ents:
+            union(node, f"entity:{e}")
+    groups: dict[str, list[str]] = {}
+    for item_id, _ in items:
+        groups.setdefault(find(f"item:{item_id}"), []).append(item_id)
+    order = sorted(groups)
+    random.Random(seed).shuffle(order)
+    total = len(items)
+    counts = dict.fromkeys(SPLITS, 0)
+    out: dict[str, str] = {}
+    ood = set(map(str, ood))
+    forced = [g for g in order if any(i in ood for i in groups[g])]
+    free = [g for g in order if g not in set(forced)]
+    for g in forced:
+        for i in groups[g]:
+            out[i] = "test"
+        counts["test"] += len(groups[g])
+    for g in free:
+        deficit = {s: fractions[k] * total - counts[s] for k, s in enumerate(SPLITS)}
+        split = max(SPLITS, key=lambda s: (deficit[s], -SPLITS.index(s)))
+        for i in groups[g]:
+            out[i] = split
+        counts[split] += len(groups[g])
+    return out
