@@ -217,6 +217,25 @@ class TransformersBackend:
             results.update(zip(chunk, gens))
         return [[results[(c, j)] for j in range(params.n)] for c in range(len(conversations))]
 
+    def generate_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[list[Generation]]:
+        """Continue raw token sequences (no chat template): what multi-turn rollouts use, so the
+        model conditions on exactly the ids the trajectory holds. Same seeding as
+        :meth:`generate`; ``n`` completions per prompt."""
+        if params.n < 1 or params.max_new_tokens < 1 or params.temperature < 0:
+            raise LLMError("n and max_new_tokens must be >= 1 and temperature >= 0")
+        if any(not p for p in prompts):
+            raise LLMError("every prompt needs at least one token")
+        base = params.seed if params.seed is not None else int.from_bytes(os.urandom(4), "little")
+        rows = [(c, j) for c in range(len(prompts)) for j in range(params.n)]
+        rows.sort(key=lambda cj: (-len(prompts[cj[0]]), cj))
+        results: dict[tuple[int, int], Generation] = {}
+        for start in range(0, len(rows), self.batch_size):
+            chunk = rows[start : start + self.batch_size]
+            gens = self._generate_rows([list(prompts[c]) for c, _ in chunk],
+                                       [sequence_seed(base + c, j) for c, j in chunk], params)
+            results.update(zip(chunk, gens))
+        return [[results[(c, j)] for j in range(params.n)] for c in range(len(prompts))]
+
     def close(self) -> None:
         self.model = None  # type: ignore[assignment]
         gc.collect()

@@ -96,7 +96,20 @@ class VLLMBackend:
             chat_template=self.chat_template,
             add_generation_prompt=True,
         )
-        latency = time.perf_counter() - t0
+        return self._collect(outputs, time.perf_counter() - t0)
+
+    def generate_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[list[Generation]]:
+        """Continue raw token sequences (multi-turn rollouts; see the transformers backend)."""
+        if not prompts:
+            return []
+        sampling = [to_vllm_sampling(self._vllm, params, i) for i in range(len(prompts))]
+        t0 = time.perf_counter()
+        outputs = self._llm.generate([{"prompt_token_ids": list(p)} for p in prompts],
+                                     sampling_params=sampling, use_tqdm=False)
+        return self._collect(outputs, time.perf_counter() - t0)
+
+    @staticmethod
+    def _collect(outputs: Sequence[Any], latency: float) -> list[list[Generation]]:
         result = []
         for out in outputs:
             prompt_tokens = len(out.prompt_token_ids or ())
