@@ -1,0 +1,82 @@
+"""Preference-pair ranking on crafted trajectories; the masked SFT warm-start on a real tiny model."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from components.rollout import masked_nll
+from components.training import build_pair, pairs, rank_key, run_sft, sft, sft_example
+from components.training.sft import SFTRunConfig
+
+
+@pytest.mark.parametrize("module", [pairs, sft])
+def test_docstring_examples(module) -> None:
+    failures, tried = doctest.testmod(module)
+    assert tried > 0 and failures == 0
+
+
+def traj(answer=None, eh=False, vf=True, halted=False, invalid=0, rounds=1):
+    return SimpleNamespace(answer=answer, evidence_hit=eh, valid_format=vf, halted=halted,
+                           invalid_calls=invalid, rounds=rounds)
+
+
+def test_six_key_ranking_priority() -> None:
+    gold = "Ann Lee"
+    # each pair differs in one key; the earlier key decides even against every later one
+    better_em = traj("ann lee", eh=False, vf=False, halted=True, invalid=5, rounds=9)
+    worse_em = traj("Bob", eh=True, vf=True, halted=False, invalid=0, rounds=1)
+    assert rank_key(better_em, gold) > rank_key(worse_em, gold)
+    assert rank_key(traj("x", eh=True, vf=False, rounds=9), gold) > rank_key(traj("x", eh=False, vf=True, rounds=1), gold)
+    assert rank_key(traj("x", vf=True, halted=True), gold) > rank_key(traj("x", vf=False), gold)
+    assert rank_key(traj("x", halted=False, invalid=3), gold) > rank_key(traj("x", halted=True, invalid=0), gold)
+    assert rank_key(traj("x", invalid=0, rounds=9), gold) > rank_key(traj("x", invalid=1, rounds=1), gold)
+    assert rank_key(traj("x", rounds=2), gold) > rank_key(traj("x", rounds=3), gold)
+    assert rank_key(traj(None), gold)[0] == 0.0  # no answer: EM 0
+
+
+def test_best_vs_worst_and_dropped_pools() -> None:
+    gold = "Ann Lee"
+    pool = [traj("Bob", rounds=2), traj("Ann Lee", rounds=4), traj("Ann Lee", rounds=2), traj(None, vf=False, halted=True)]
+    out = build_pair(pool, gold)
+    assert (out.chosen, out.rejected, out.dropped) == (2, 3, None)
+    assert build_pair([traj("Ann Lee"), traj("ann lee")], gold).dropped == "uniformly_perfect"
+    assert build_pair([traj("Bob", vf=False), traj(None, vf=False)], gold).dropped == "uniformly_failed"
+    assert build_pair([traj("Bob"), traj("Bob")], gold).dropped == "tied"
+    assert build_pair([traj("Bob")], gold).dropped == "too_few"
+    # ties are broken by sample order: earliest chosen, latest rejected
+    out = build_pair([traj("Bob"), traj("Ann Lee"), traj("Ann Lee"), traj("Bob")], gold)
+    assert (out.chosen, out.rejected) == (1, 3)
+    # set answers compare as sets
+    assert build_pair([traj("b; a"), traj("c")], ["a", "b"], "set").chosen == 0
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from components.llm.models import tiny_random_model
+
+    return tiny_random_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+def test_sft_lowers_the_loss_and_honours_the_mask(tiny_model: Path, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    prompt, completion, mask = [1, 5, 9, 13], [21, 22, 23, 40, 41, 42, 24, 25], [1, 1, 1, 0, 0, 0, 1, 1]
+    examples = [sft_example(prompt, completion, mask)] * 8
+    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
+    with torch.no_grad():
+        before = masked_nll(model, prompt, completion, mask).item()
+    result = run_sft(tiny_model, examples, tmp_path / "out", SFTRunConfig(max_steps=15, batch_size=4, threads=1))
+    # the trainer's first loss is exactly our masked loss: environment tokens were not targets
+    assert result.first_loss == pytest.approx(before, rel=1e-3)
+    assert result.steps == 15 and result.last_loss < result.first_loss - 0.5
+    trained = AutoModelForCausalLM.from_pretrained(tmp_path / "out").eval()
+    with torch.no_grad():
+        after = masked_nll(trained, prompt, completion, mask).item()
+    assert after < before - 0.5
+    with pytest.raises(ValueError, match="no model token"):
+        run_sft(tiny_model, [sft_example(prompt, completion, [0] * 8)], tmp_path / "x")
