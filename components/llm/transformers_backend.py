@@ -193,6 +193,25 @@ class TransformersBackend:
             raise LLMError(f"model folder {path}: no eos token id in config or tokenizer")
         self.eos_ids = eos_ids
 
+    @classmethod
+    def wrap(cls, model: Any, tokenizer: Any, *, batch_size: int = 16) -> TransformersBackend:
+        """A backend over an already loaded model and tokenizer (e.g. the policy a trainer is
+        updating), without loading anything; generation runs under ``inference_mode``."""
+        self = cls.__new__(cls)
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.model_name = str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
+        self.device = next(model.parameters()).device
+        self.load_s = 0.0
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        eos = getattr(model.generation_config, "eos_token_id", None)
+        self.eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        if tokenizer.eos_token_id is not None:
+            self.eos_ids.add(tokenizer.eos_token_id)
+        if not self.eos_ids:
+            raise LLMError("the model and tokenizer name no eos token id")
+        return self
+
     # -- public ---------------------------------------------------------------------------------
     def generate(
         self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams

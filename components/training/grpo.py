@@ -1,0 +1,141 @@
+"""GRPO with TRL 1.16 — single-turn, or multi-turn over any tool environment.
+
+:func:`run_grpo` trains a local model folder with ``GRPOTrainer`` on a dataset of rows with a
+``prompt`` column (plus whatever columns the reward functions read), and saves the result with
+its per-step loss and mean reward.
+
+**Multi-turn** (:class:`MultiTurn`): TRL's ``rollout_func`` hook hands the prompts of a step to
+our :class:`~components.rollout.runner.RolloutRunner`, which plays each episode against a fresh
+environment with the *policy being trained* (wrapped as a token-level backend) and returns
+``prompt_ids``, ``completion_ids`` (model and environment tokens interleaved) and the loss mask
+as ``env_mask`` — TRL folds it into the completion mask, so environment-inserted tokens never
+carry policy-gradient or KL terms. The rollout's trajectory statistics are forwarded to the
+reward functions as columns (``valid_format``, ``rounds``, ``invalid_calls``, ``halted``,
+``evidence_hit``, ``level``) — the ``graphdancer`` reward reads ``valid_format`` from there.
+TRL's ``rollout_func`` is experimental in 1.16 (hence the exact pin).
+
+CPU settings as verified on these machines: ``use_cpu``, no bf16, no activation checkpointing,
+no reporting; ``batch_size`` counts completions and must be divisible by ``num_generations``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components.rollout.runner import RolloutConfig, RolloutRunner
+from components.tools.env import ToolEnvironment
+
+__all__ = ["GRPORunConfig", "MultiTurn", "TrainResult", "run_grpo"]
+
+
+@dataclass(frozen=True)
+class GRPORunConfig:
+    max_steps: int = 20
+    learning_rate: float = 1e-6
+    batch_size: int = 8  # completions per step
+    num_generations: int = 4
+    max_completion_length: int = 64
+    temperature: float = 1.0
+    beta: float = 1e-4  # KL coefficient (SPEC §7: initial 1e-4)
+    epsilon: float = 0.2  # clip
+    seed: int = 0
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size % self.num_generations:
+            raise ValueError("batch_size (completions) must be divisible by num_generations")
+        if self.num_generations < 2:
+            raise ValueError("GRPO needs at least 2 generations per prompt (group-normalised advantages)")
+
+
+@dataclass
+class TrainResult:
+    output_dir: str
+    steps: int = 0
+    losses: list[float] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MultiTurn:
+    """Multi-turn rollouts for :func:`run_grpo`: ``make_env`` builds one environment per episode;
+    the prompt text is the episode's ``question``."""
+
+    make_env: Callable[[], ToolEnvironment]
+    rollout: RolloutConfig = RolloutConfig(max_turns=4, max_new_tokens=48)
+
+    def rollout_func(self) -> Callable[[Sequence[Any], Any], dict[str, Any]]:
+        """TRL 1.16 hands ``rollout_func`` each prompt already repeated ``num_generations`` times
+        (one entry per completion, as its reward columns are; verified here, whatever its
+        docstring says), so one episode is played per entry."""
+        from components.llm.transformers_backend import TransformersBackend
+
+        def rollout(prompts: Sequence[Any], trainer: Any) -> dict[str, Any]:
+            model = trainer.accelerator.unwrap_model(trainer.model)
+            backend = TransformersBackend.wrap(model, trainer.processing_class)
+            rows = [{"question": p if isinstance(p, str) else str(p[-1]["content"])} for p in prompts]
+            records = RolloutRunner(backend, self.make_env, self.rollout).run(rows, n=1)
+            stats = [r.stats for r in records]
+            return {
+                "prompt_ids": [r.prompt_ids for r in records],
+                "completion_ids": [r.completion_ids for r in records],
+                "logprobs": None,
+                "env_mask": [r.loss_mask for r in records],
+                "valid_format": [s.valid_format for s in stats],
+                "rounds": [s.rounds for s in stats],
+                "invalid_calls": [s.invalid_calls for s in stats],
+                "halted": [s.halted for s in stats],
+                "evidence_hit": [s.evidence_hit for s in stats],
+                "level": [s.level for s in stats],
+            }
+
+        return rollout
+
+
+def run_grpo(model_dir: str | Path, rows: Sequence[dict[str, Any]], reward_funcs: Sequence[Callable[..., Any]],
+             output_dir: str | Path, config: GRPORunConfig = GRPORunConfig(),
+             multi_turn: MultiTurn | None = None) -> TrainResult:
+    """Train with GRPO; see the module docstring."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    if not rows or any("prompt" not in r for r in rows):
+        raise ValueError("every row needs a 'prompt'")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    args = GRPOConfig(
+        output_dir=str(output_dir), max_steps=config.max_steps, learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size, num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
+        epsilon=config.epsilon, seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
+        use_cpu=not torch.cuda.is_available(), bf16=False, activation_checkpointing=False, disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=Dataset.from_list([dict(r) for r in rows]),
+        processing_class=tokenizer,
+        rollout_func=None if multi_turn is None else multi_turn.rollout_func(),
+    )
+    trainer.train()
+    log = [dict(h) for h in trainer.state.log_history]
+    trainer.save_model(str(output_dir))
+    tokenizer.save_pretrained(str(output_dir))
+    return TrainResult(
+        str(output_dir), int(trainer.state.global_step),
+        [float(h["loss"]) for h in log if "loss" in h], [float(h["reward"]) for h in log if "reward" in h],
+        log, asdict(config),
+    )
