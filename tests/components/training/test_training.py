@@ -132,3 +132,28 @@ def test_multi_turn_grpo_masks_environment_tokens(tiny_model: Path, tmp_path: Pa
     assert result.steps == 2 and len(seen["lengths"]) == 8 and seen["valid_format"] == [False] * 8
     logged_max = max(h["completions/max_length"] for h in result.log if "completions/max_length" in h)
     assert logged_max <= 3 * 12 < max(seen["lengths"])  # model tokens only vs model + environment
+
+
+def test_dpo_raises_the_margin_and_scores_model_tokens_only(tiny_model: Path, tmp_path: Path) -> None:
+    from components.rollout import completion_logprobs
+    from components.training.dpo import DPORunConfig, preference_example, run_dpo
+
+    prompt = [1, 5, 9, 13]
+    chosen, chosen_mask = [21, 22, 23, 40, 41, 24], [1, 1, 1, 0, 0, 1]
+    rejected, rejected_mask = [30, 31, 40, 41, 32], [1, 1, 0, 0, 1]
+    pairs = [preference_example(prompt, (chosen, chosen_mask), (rejected, rejected_mask))] * 8
+    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
+    with torch.no_grad():
+        lp = completion_logprobs(model, prompt, chosen)
+    masked_sum = float((lp * torch.tensor(chosen_mask, dtype=torch.float32)).sum())
+    full_sum = float(lp.sum())
+    result = run_dpo(tiny_model, pairs, tmp_path / "dpo",
+                     DPORunConfig(max_steps=10, learning_rate=1e-3, batch_size=4, threads=1))
+    first = result.log[0]
+    # the first step scores the untouched policy: its chosen log-probability sums model tokens only
+    assert first["logps/chosen"] == pytest.approx(masked_sum, rel=1e-3)
+    assert abs(first["logps/chosen"] - full_sum) > 0.5
+    assert result.rewards[0] == pytest.approx(0.0, abs=1e-6)  # policy == reference at the start
+    assert result.rewards[-1] > 0.3 and result.losses[-1] < result.losses[0]
+    with pytest.raises(ValueError, match="model tokens"):
+        preference_example(prompt, (chosen, [0] * 6), (rejected, rejected_mask))

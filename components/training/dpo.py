@@ -1,0 +1,114 @@
+"""DPO on multi-turn trajectories with environment tokens masked (TRL 1.16 ``DPOTrainer``).
+
+TRL's DPO tokenises text pairs and scores every completion token. Our pairs are trajectories:
+``prompt_ids`` and, for *chosen* and *rejected*, the completion ids with their loss masks (model
+tokens 1, environment tokens 0). :class:`MaskedDPOTrainer` therefore takes the pre-tokenised
+pairs as they are and builds the completion mask from the loss masks (:class:`MaskedPreferenceCollator`),
+so a sequence's log-probability sums the model's own tokens only — the environment's
+observations condition the policy but are never part of what it is rewarded for preferring.
+
+The reference model is a frozen copy of the starting policy (SPEC §7: the stage-1 checkpoint).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from components.training.grpo import TrainResult
+
+__all__ = ["DPORunConfig", "preference_example", "run_dpo"]
+
+
+def preference_example(prompt_ids: Sequence[int], chosen: tuple[Sequence[int], Sequence[int]],
+                       rejected: tuple[Sequence[int], Sequence[int]]) -> dict[str, list[int]]:
+    """One pair: ``chosen`` / ``rejected`` are ``(completion_ids, loss_mask)``."""
+    for ids, mask in (chosen, rejected):
+        if len(ids) != len(mask):
+            raise ValueError("each loss mask must have one entry per completion token")
+        if not any(mask):
+            raise ValueError("a completion without model tokens cannot be preferred or dispreferred")
+    return {"prompt_ids": list(prompt_ids), "chosen_ids": list(chosen[0]), "chosen_mask": list(chosen[1]),
+            "rejected_ids": list(rejected[0]), "rejected_mask": list(rejected[1])}
+
+
+@dataclass(frozen=True)
+class DPORunConfig:
+    max_steps: int = 20
+    learning_rate: float = 2e-7  # SPEC §7
+    beta: float = 0.1
+    batch_size: int = 4
+    warmup_ratio: float = 0.05
+    seed: int = 0
+    threads: int | None = None
+
+
+def _collator(pad_token_id: int) -> Any:
+    from trl.trainer.dpo_trainer import DataCollatorForPreference
+
+    class MaskedPreferenceCollator(DataCollatorForPreference):
+        """TRL's preference collator with the completion mask taken from the loss masks."""
+
+        def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
+            out = super().torch_call([{k: e[k] for k in ("prompt_ids", "chosen_ids", "rejected_ids")} for e in examples])
+            import torch
+
+            rows = [[0] * len(e["prompt_ids"]) + list(e["chosen_mask"]) for e in examples]
+            rows += [[0] * len(e["prompt_ids"]) + list(e["rejected_mask"]) for e in examples]
+            mask = torch.zeros_like(out["completion_mask"])
+            for i, r in enumerate(rows):
+                r = r[: mask.shape[1]]
+                mask[i, : len(r)] = torch.tensor(r, dtype=mask.dtype)
+            out["completion_mask"] = mask * out["completion_mask"]
+            return out
+
+    return MaskedPreferenceCollator(pad_token_id=pad_token_id)
+
+
+def run_dpo(model_dir: str | Path, pairs: Sequence[dict[str, list[int]]], output_dir: str | Path,
+            config: DPORunConfig = DPORunConfig()) -> TrainResult:
+    """Train with DPO on pre-tokenised, masked pairs (:func:`preference_example`)."""
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import DPOConfig, DPOTrainer
+
+    if not pairs:
+        raise ValueError("no preference pairs")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if config.threads:
+        torch.set_num_threads(config.threads)
+
+    class MaskedDPOTrainer(DPOTrainer):
+        def _prepare_dataset(self, dataset: Any, processing_class: Any, args: Any, dataset_name: str) -> Any:
+            return dataset  # already tokenised, masks included
+
+        def _set_signature_columns_if_needed(self) -> None:
+            if self._signature_columns is None:
+                self._signature_columns = ["prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask"]
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    ref = copy.deepcopy(model).eval()
+    args = DPOConfig(
+        output_dir=str(output_dir), max_steps=config.max_steps, learning_rate=config.learning_rate, beta=config.beta,
+        per_device_train_batch_size=config.batch_size, lr_scheduler_type="linear",
+        warmup_steps=max(0, round(config.warmup_ratio * config.max_steps)),
+        seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
+        use_cpu=not torch.cuda.is_available(), bf16=False, activation_checkpointing=False, disable_tqdm=True,
+    )
+    trainer = MaskedDPOTrainer(model=model, ref_model=ref, args=args, train_dataset=Dataset.from_list([dict(p) for p in pairs]),
+                               processing_class=tokenizer, data_collator=_collator(tokenizer.pad_token_id))
+    trainer.train()
+    log = [dict(h) for h in trainer.state.log_history]
+    trainer.save_model(str(output_dir))
+    tokenizer.save_pretrained(str(output_dir))
+    return TrainResult(str(output_dir), int(trainer.state.global_step),
+                       [float(h["loss"]) for h in log if "loss" in h],
+                       [float(h["rewards/margins"]) for h in log if "rewards/margins" in h], log, asdict(config))
