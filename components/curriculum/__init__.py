@@ -10,10 +10,17 @@ from components.curriculum.sampler import (
     level_probabilities,
     round_kinds,
 )
+from components.curriculum.build import build_curriculum, curriculum_summary, grounded_entities
+from components.curriculum.levels import estimate_level, estimate_rounds
 from components.curriculum.splits import SPLITS, entity_grouped_splits
 
 __all__ = [
     "LEVELS",
+    "build_curriculum",
+    "curriculum_summary",
+    "estimate_level",
+    "estimate_rounds",
+    "grounded_entities",
     "SPLITS",
     "CurriculumConfig",
     "CurriculumSampler",

@@ -127,3 +127,22 @@ def test_judge_on_admits_only_accepted(tmp_path: Path, tiny_model: Path) -> None
     assert all(json.loads(r["judge_json"])["completion_tokens"] > 0 for r in certified)
     assert not any(r["admitted"] for r in rows)
     assert _checks(result)["admitted_nonzero"] is False
+
+
+def test_curriculum_splits_from_the_certified_dataset(tmp_path: Path) -> None:
+    from assets.training import curriculum_splits_asset
+
+    defs = [*graph_snapshot_asset("lab", SOURCE), *qa_candidates_asset("lab", QUIZ),
+            *certified_dataset_asset("lab", CertifyConfig(fault_sample=0)), *curriculum_splits_asset("lab", seed=2)]
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)), "graph": GraphBackendResource()},
+                                instance=instance)
+    assert result.success and _checks(result)["no_entity_crosses_splits"] is True
+    meta = _meta(result, "curriculum_splits")
+    import pyarrow.parquet as pq
+
+    items = pq.read_table(meta["path"].value).to_pylist()
+    assert len(items) == meta["items"].value == _meta(result, "certified_dataset")["admitted"].value
+    assert meta["crossing_entities"].value == 0
+    assert {i["split"] for i in items} <= {"train", "validation", "test"}
+    assert [r.data["stage point"] for r in meta["sampler_p"].value.records] == ["start", "middle", "end"]

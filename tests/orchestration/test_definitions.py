@@ -15,7 +15,8 @@ def test_asset_graph_snapshot() -> None:
     graph = defs.resolve_asset_graph()
     domains = ("academic", "biomedical", "ecommerce")
     assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == [
-        f"{d}/{a}" for d in domains for a in ("certified_dataset", "graph_snapshot", "qa_candidates")
+        f"{d}/{a}" for d in domains
+        for a in ("certified_dataset", "curriculum_splits", "graph_snapshot", "qa_candidates")
     ]
     certified_checks = ["admitted_nonzero", "admitted_rate_bounds_check", "admitted_reverified",
                         "certifier_accuracy", "expectations", "hard_failure_rate_bounds_check",
@@ -25,10 +26,12 @@ def test_asset_graph_snapshot() -> None:
     ) == sorted(
         [f"{d}/graph_snapshot:graph_non_empty" for d in domains]
         + [f"{d}/certified_dataset:{c}" for d in domains for c in certified_checks]
+        + [f"{d}/curriculum_splits:no_entity_crosses_splits" for d in domains]
     )
     blocking = {f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys
                 if graph.get_check_spec(c).blocking}
     assert blocking == {f"{d}/graph_snapshot:graph_non_empty" for d in domains} | {
+        f"{d}/curriculum_splits:no_entity_crosses_splits" for d in domains} | {
         f"{d}/certified_dataset:{c}" for d in domains
         for c in ("admitted_nonzero", "admitted_reverified", "certifier_accuracy", "expectations", "no_leakage")}
     assert sorted(j.name for j in defs.resolve_all_job_defs() if not j.name.startswith("__")) == [
@@ -38,7 +41,7 @@ def test_asset_graph_snapshot() -> None:
     ]
     assert [s.name for s in defs.sensors] == ["graph_source_sensor"]
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
-    assert set(groups.values()) == {"graph", "generation", "certification"}
+    assert set(groups.values()) == {"graph", "generation", "certification", "training"}
     assert groups["academic/qa_candidates"] == "generation"
     assert groups["academic/certified_dataset"] == "certification"
     assert graph.get(dg.AssetKey(["academic", "certified_dataset"])).parent_keys == {

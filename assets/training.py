@@ -1,0 +1,80 @@
+"""Training layer: ``<domain>/curriculum_splits`` (levels and entity-grouped splits of the
+certified items) and its check."""
+
+import dagster as dg
+
+from assets.certification import certified_dataset_key
+from assets.metadata import counts_table, records_table
+from assets.resources import ArtifactStore
+from components.certify.dataset import read_certified
+from components.curriculum import build_curriculum, curriculum_summary
+from components.graph.schema import GraphSchema
+from components.store import ArtifactRecord
+from components.store.fingerprint import chain_fingerprint, code_digest, write_parquet
+
+__all__ = ["GROUP", "curriculum_splits_asset", "curriculum_splits_key"]
+
+GROUP = "training"
+ASSET = "curriculum_splits"
+VERSION = "curriculum-1"
+
+
+def curriculum_splits_key(domain: str) -> dg.AssetKey:
+    return dg.AssetKey([domain, ASSET])
+
+
+def curriculum_splits_asset(domain: str, seed: int = 0) -> list:
+    key = curriculum_splits_key(domain)
+
+    @dg.asset(
+        key=key,
+        deps=[certified_dataset_key(domain)],
+        group_name=GROUP,
+        code_version=VERSION,
+        kinds={"parquet"},
+        description=f"Curriculum levels (Easy / Medium / Hard) and entity-grouped train / validation / test splits of {domain}'s admitted items.",
+        tags={"domain": domain, "layer": "training"},
+    )
+    def _curriculum(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        import components.curriculum as curriculum_pkg
+
+        catalog = store.catalog()
+        cert = catalog.latest("certified_dataset", domain)
+        snap = catalog.latest("graph_snapshot", domain)
+        if cert is None or not cert.path or snap is None:
+            raise dg.Failure(f"materialize {domain}/certified_dataset first")
+        schema = GraphSchema.from_json(snap.metadata["schema"])
+        fingerprint = chain_fingerprint([cert.fingerprint], f"{VERSION}:{code_digest(curriculum_pkg.__path__[0])}", {"seed": seed})
+        items = build_curriculum(read_certified(cert.path), schema, seed=seed)
+        out = store.layer_dir(ASSET, domain) / fingerprint / "curriculum.parquet"
+        write_parquet(items, out)
+        summary = curriculum_summary(items)
+        catalog.record(ArtifactRecord(asset=ASSET, domain=domain, fingerprint=fingerprint, parents=[cert.fingerprint],
+                                      config={"seed": seed}, row_counts={"items": len(items)}, path=str(out),
+                                      metadata=summary))
+        sampler = [{"stage point": k, **{lv: round(v, 3) for lv, v in p.items()}} for k, p in summary["sampler"].items()]
+        return dg.MaterializeResult(
+            metadata={
+                "fingerprint": fingerprint,
+                "path": dg.MetadataValue.path(str(out)),
+                "items": len(items),
+                "by_level_split": counts_table(summary["by_level_split"], "level/split"),
+                "crossing_entities": len(summary["crossing_entities"]),
+                "sampler_p": records_table(sampler, [("stage point", "string"), ("easy", "float"),
+                                                     ("medium", "float"), ("hard", "float")]),
+            },
+            data_version=dg.DataVersion(fingerprint),
+        )
+
+    @dg.asset_check(asset=key, name="no_entity_crosses_splits", blocking=True,
+                    description="No grounded entity appears in two splits, and there is training data.")
+    def _no_crossing(store: ArtifactStore) -> dg.AssetCheckResult:
+        rec = store.catalog().latest(ASSET, domain)
+        meta = rec.metadata if rec else {}
+        crossing = meta.get("crossing_entities", ["<not materialized>"])
+        train = sum(v for k, v in (meta.get("by_level_split") or {}).items() if k.endswith("/train"))
+        return dg.AssetCheckResult(passed=not crossing and train > 0,
+                                   metadata={"crossing": len(crossing), "train_items": train,
+                                             "examples": dg.MetadataValue.json(crossing[:10])})
+
+    return [_curriculum, _no_crossing]

@@ -1,0 +1,85 @@
+"""The curriculum table of a certified dataset: a level and a split per admitted item.
+
+Per admitted row: ``level`` (:func:`~components.curriculum.levels.estimate_level`), the round
+estimates, ``ood`` (certified items are graph-grounded by construction, so ``False`` unless the
+row says otherwise) and ``split`` (:func:`~components.curriculum.splits.entity_grouped_splits`)
+over the item's **grounded entities**: its start node, the string parameters of its evidence
+queries and, for entity / set answers, the answer values — so no node a question is about, or
+answers with, appears on both sides of a split.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from components.curriculum.levels import estimate_rounds
+from components.curriculum.sampler import LEVELS, level_of, level_probabilities
+from components.curriculum.splits import SPLITS, entity_grouped_splits
+from components.graph.schema import GraphSchema
+
+__all__ = ["build_curriculum", "curriculum_summary", "grounded_entities"]
+
+
+def _json(value: Any, default: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return default
+    return default if value is None else value
+
+
+def grounded_entities(row: Mapping[str, Any]) -> list[str]:
+    start = _json(row.get("start_node_json"), {}) or {}
+    out = [f"node:{start['id']}"] if start.get("id") is not None else []
+    for ev in _json(row.get("evidence_json"), []) or []:
+        for v in (ev.get("params") or {}).values():
+            if isinstance(v, str):
+                out.append(f"node:{v}")
+    if row.get("answer_type") in ("entity", "set"):
+        value = _json(row.get("answer_value_json"), None)
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str):
+                out.append(f"name:{v.casefold()}")
+    return out
+
+
+def build_curriculum(rows: Sequence[Mapping[str, Any]], schema: GraphSchema, *,
+                     fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0) -> list[dict[str, Any]]:
+    admitted = [r for r in rows if r.get("admitted")]
+    splits = entity_grouped_splits([(r["id"], grounded_entities(r)) for r in admitted], fractions=fractions,
+                                   seed=seed, ood=[r["id"] for r in admitted if r.get("ood")])
+    out = []
+    for r in admitted:
+        start = _json(r.get("start_node_json"), {}) or {}
+        rounds = estimate_rounds(_json(r.get("evidence_features_json"), []), schema, start.get("label"))
+        out.append({"id": r["id"], "question": r["question"], "answer": r["answer"], "answer_type": r["answer_type"],
+                    "level": level_of(rounds), "rounds": len(rounds), "e_rounds": sum(u > 1 for u in rounds),
+                    "ood": bool(r.get("ood", False)), "split": splits[r["id"]],
+                    "entities": grounded_entities(r)})
+    return out
+
+
+def curriculum_summary(items: Sequence[Mapping[str, Any]], total_steps: int = 100) -> dict[str, Any]:
+    """Counts by level × split, entities crossing splits (must be 0) and the sampler's level
+    probabilities at the start, middle and end of a stage with the train levels present."""
+    counts = Counter((i["level"], i["split"]) for i in items)
+    where: dict[str, set[str]] = {}
+    for i in items:
+        for e in i["entities"]:
+            where.setdefault(e, set()).add(i["split"])
+    train = {lv for lv in LEVELS if counts[(lv, "train")]}
+    available = [lv in train for lv in LEVELS]
+    schedule = {}
+    if any(available):
+        for name, t in (("start", 0), ("middle", (total_steps - 1) // 2), ("end", total_steps - 1)):
+            schedule[name] = dict(zip(LEVELS, level_probabilities(t, total_steps, available=available), strict=True))
+    return {
+        "items": len(items),
+        "by_level_split": {f"{lv}/{sp}": counts[(lv, sp)] for lv in LEVELS for sp in SPLITS},
+        "crossing_entities": sorted(e for e, s in where.items() if len(s) > 1),
+        "sampler": schedule,
+    }
