@@ -1,5 +1,5 @@
 """Training layer: ``<domain>/curriculum_splits`` (levels and entity-grouped splits of the
-certified items) and its check."""
+certified items) and its check; ``<domain>/checkpoints`` (the warm-start checkpoint)."""
 
 import dagster as dg
 
@@ -11,8 +11,9 @@ from components.curriculum import build_curriculum, curriculum_summary
 from components.graph.schema import GraphSchema
 from components.store import ArtifactRecord
 from components.store.fingerprint import chain_fingerprint, code_digest, write_parquet
+from components.training.checkpoint import TrainConfig, train_checkpoint
 
-__all__ = ["GROUP", "curriculum_splits_asset", "curriculum_splits_key"]
+__all__ = ["GROUP", "checkpoints_asset", "checkpoints_key", "curriculum_splits_asset", "curriculum_splits_key"]
 
 GROUP = "training"
 ASSET = "curriculum_splits"
@@ -78,3 +79,86 @@ def curriculum_splits_asset(domain: str, seed: int = 0) -> list:
                                              "examples": dg.MetadataValue.json(crossing[:10])})
 
     return [_curriculum, _no_crossing]
+
+
+CHECKPOINT = "checkpoints"
+CHECKPOINT_VERSION = "checkpoint-1"
+
+
+def checkpoints_key(domain: str) -> dg.AssetKey:
+    return dg.AssetKey([domain, CHECKPOINT])
+
+
+def _curve(values: list[float], width: int = 40) -> str:
+    """A loss curve as a Markdown text chart (one bar per logged step)."""
+    if not values:
+        return "(no steps logged)"
+    hi = max(values) or 1.0
+    lines = ["```text"] + [f"step {i + 1:>3} {'█' * max(1, round(width * v / hi))} {v:.4f}" for i, v in enumerate(values)]
+    return "\n".join(lines + ["```"])
+
+
+def checkpoints_asset(domain: str, train: TrainConfig) -> list:
+    key = checkpoints_key(domain)
+
+    @dg.asset(
+        key=key,
+        deps=[curriculum_splits_key(domain)],
+        group_name=GROUP,
+        code_version=CHECKPOINT_VERSION,
+        kinds={"pytorch"},
+        description=(f"The {domain} warm-start checkpoint ({train.preset}): SFT on teacher trajectories of the "
+                     "training split, environment tokens masked; a Hugging Face folder with a model card."),
+        tags={"domain": domain, "layer": "training"},
+    )
+    def _checkpoint(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        import components.training as training_pkg
+
+        catalog = store.catalog()
+        curr = catalog.latest(ASSET, domain)
+        cert = catalog.latest("certified_dataset", domain)
+        snap = catalog.latest("graph_snapshot", domain)
+        if curr is None or cert is None or snap is None:
+            raise dg.Failure(f"materialize {domain}/curriculum_splits first")
+        import pyarrow.parquet as pq
+
+        train_ids = {r["id"] for r in pq.read_table(curr.path).to_pylist() if r["split"] == "train"}
+        rows = [r for r in read_certified(cert.path) if r["id"] in train_ids]
+        fingerprint = chain_fingerprint([curr.fingerprint], f"{CHECKPOINT_VERSION}:{code_digest(training_pkg.__path__[0])}",
+                                        train.resolved())
+        folder = store.layer_dir(CHECKPOINT, domain) / fingerprint
+        previous = catalog.get(CHECKPOINT, domain, fingerprint)
+        if previous is not None and (folder / "README.md").is_file():
+            meta = dict(previous.metadata)
+            context.log.info(f"reusing checkpoint {fingerprint}")
+        else:
+            try:
+                result = train_checkpoint(rows, snap.path, train, folder, data_fingerprint=curr.fingerprint,
+                                          domain=domain, cache_root=store.root)
+            except ValueError as exc:
+                raise dg.Failure(f"{domain}: {exc}") from exc
+            meta = {"losses": result.losses, "examples": result.examples, "dropped": len(result.dropped),
+                    "base_model": result.base_model, "wall_s": result.wall_s, "config": result.config}
+            catalog.record(ArtifactRecord(asset=CHECKPOINT, domain=domain, fingerprint=fingerprint,
+                                          parents=[curr.fingerprint], config=train.resolved(),
+                                          row_counts={"examples": result.examples}, path=str(folder), metadata=meta))
+        losses = meta["losses"]
+        return dg.MaterializeResult(
+            metadata={
+                "fingerprint": fingerprint,
+                "path": dg.MetadataValue.path(str(folder)),
+                "preset": train.preset,
+                "base_model": meta["base_model"],
+                "method": "sft-warm-start",
+                "examples": meta["examples"],
+                "teacher_dropped": meta["dropped"],
+                "first_loss": float(losses[0]) if losses else 0.0,
+                "last_loss": float(losses[-1]) if losses else 0.0,
+                "loss_curve": dg.MetadataValue.md(_curve(losses)),
+                "wall_s": float(meta["wall_s"]),
+                "model_card": dg.MetadataValue.md((folder / "README.md").read_text()),
+            },
+            data_version=dg.DataVersion(fingerprint),
+        )
+
+    return [_checkpoint]

@@ -201,6 +201,9 @@ class RolloutRunner:
             rec.trace = env.trace.to_dict()
             rec.stats = self._stats(rec, env, truncated[i])
             rec.wall_s = wall
+            close = getattr(env, "close", None)
+            if callable(close):  # e.g. the sandbox process of a python_cypher episode
+                close()
         return records
 
     @staticmethod

@@ -13,7 +13,6 @@ The reference model is a frozen copy of the starting policy (SPEC §7: the stage
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -72,16 +71,13 @@ def _collator(pad_token_id: int) -> Any:
 def run_dpo(model_dir: str | Path, pairs: Sequence[dict[str, list[int]]], output_dir: str | Path,
             config: DPORunConfig = DPORunConfig()) -> TrainResult:
     """Train with DPO on pre-tokenised, masked pairs (:func:`preference_example`)."""
-    import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import DPOConfig, DPOTrainer
+
+    from components.training._common import common_args, load, train_and_save
 
     if not pairs:
         raise ValueError("no preference pairs")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if config.threads:
-        torch.set_num_threads(config.threads)
 
     class MaskedDPOTrainer(DPOTrainer):
         def _prepare_dataset(self, dataset: Any, processing_class: Any, args: Any, dataset_name: str) -> Any:
@@ -91,24 +87,16 @@ def run_dpo(model_dir: str | Path, pairs: Sequence[dict[str, list[int]]], output
             if self._signature_columns is None:
                 self._signature_columns = ["prompt_ids", "chosen_ids", "rejected_ids", "chosen_mask", "rejected_mask"]
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    model, tokenizer = load(model_dir, config.threads)
     ref = copy.deepcopy(model).eval()
     args = DPOConfig(
-        output_dir=str(output_dir), max_steps=config.max_steps, learning_rate=config.learning_rate, beta=config.beta,
+        max_steps=config.max_steps, learning_rate=config.learning_rate, beta=config.beta,
         per_device_train_batch_size=config.batch_size, lr_scheduler_type="linear",
-        warmup_steps=max(0, round(config.warmup_ratio * config.max_steps)),
-        seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
-        use_cpu=not torch.cuda.is_available(), bf16=False, activation_checkpointing=False, disable_tqdm=True,
+        warmup_steps=max(0, round(config.warmup_ratio * config.max_steps)), **common_args(output_dir, config.seed),
     )
     trainer = MaskedDPOTrainer(model=model, ref_model=ref, args=args, train_dataset=Dataset.from_list([dict(p) for p in pairs]),
                                processing_class=tokenizer, data_collator=_collator(tokenizer.pad_token_id))
-    trainer.train()
-    log = [dict(h) for h in trainer.state.log_history]
-    trainer.save_model(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
+    log = train_and_save(trainer, tokenizer, output_dir)
     return TrainResult(str(output_dir), int(trainer.state.global_step),
                        [float(h["loss"]) for h in log if "loss" in h],
                        [float(h["rewards/margins"]) for h in log if "rewards/margins" in h], log, asdict(config))

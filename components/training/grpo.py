@@ -102,38 +102,27 @@ def run_grpo(model_dir: str | Path, rows: Sequence[dict[str, Any]], reward_funcs
              output_dir: str | Path, config: GRPORunConfig = GRPORunConfig(),
              multi_turn: MultiTurn | None = None) -> TrainResult:
     """Train with GRPO; see the module docstring."""
-    import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
+
+    from components.training._common import common_args, load, train_and_save
 
     if not rows or any("prompt" not in r for r in rows):
         raise ValueError("every row needs a 'prompt'")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    model, tokenizer = load(model_dir, config.threads, left_pad=True)
     args = GRPOConfig(
-        output_dir=str(output_dir), max_steps=config.max_steps, learning_rate=config.learning_rate,
+        max_steps=config.max_steps, learning_rate=config.learning_rate,
         per_device_train_batch_size=config.batch_size, num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
-        epsilon=config.epsilon, seed=config.seed, logging_steps=1, save_strategy="no", report_to="none",
-        use_cpu=not torch.cuda.is_available(), bf16=False, activation_checkpointing=False, disable_tqdm=True,
+        epsilon=config.epsilon, **common_args(output_dir, config.seed),
     )
     trainer = GRPOTrainer(
         model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=Dataset.from_list([dict(r) for r in rows]),
         processing_class=tokenizer,
         rollout_func=None if multi_turn is None else multi_turn.rollout_func(),
     )
-    trainer.train()
-    log = [dict(h) for h in trainer.state.log_history]
-    trainer.save_model(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
+    log = train_and_save(trainer, tokenizer, output_dir)
     return TrainResult(
         str(output_dir), int(trainer.state.global_step),
         [float(h["loss"]) for h in log if "loss" in h], [float(h["reward"]) for h in log if "reward" in h],

@@ -14,7 +14,6 @@ results. TRL uses a ``labels`` column as given.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -66,32 +65,21 @@ class SFTResult:
 def run_sft(model_dir: str | Path, examples: Sequence[dict[str, list[int]]], output_dir: str | Path,
             config: SFTRunConfig = SFTRunConfig()) -> SFTResult:
     """Fine-tune ``model_dir`` on ``examples`` (from :func:`sft_example`); see the module docstring."""
-    import torch
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
+
+    from components.training._common import common_args, load, train_and_save
 
     if not examples:
         raise ValueError("no training examples")
     if any(all(label == -100 for label in e["labels"]) for e in examples):
         raise ValueError("an example has no model token to learn from (all labels are -100)")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    args = SFTConfig(
-        output_dir=str(output_dir), max_steps=config.max_steps, learning_rate=config.learning_rate,
-        per_device_train_batch_size=config.batch_size, max_length=config.max_length, seed=config.seed,
-        logging_steps=config.logging_steps, save_strategy="no", report_to="none", use_cpu=not torch.cuda.is_available(),
-        bf16=False, activation_checkpointing=False, disable_tqdm=True,
-    )
+    model, tokenizer = load(model_dir, config.threads)
+    args = SFTConfig(max_steps=config.max_steps, learning_rate=config.learning_rate,
+                     per_device_train_batch_size=config.batch_size, max_length=config.max_length,
+                     **common_args(output_dir, config.seed))
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list([dict(e) for e in examples]),
                          processing_class=tokenizer)
-    trainer.train()
-    losses = [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]
-    trainer.save_model(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
+    log = train_and_save(trainer, tokenizer, output_dir)
+    losses = [float(h["loss"]) for h in log if "loss" in h]
     return SFTResult(str(output_dir), losses, int(trainer.state.global_step), len(examples), asdict(config))

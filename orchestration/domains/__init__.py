@@ -20,6 +20,8 @@ Schema of a file::
       eval_questions: eval/academic.jsonl   # leakage filter's evaluation set (JSONL)
       bands: {admitted_rate: [0.5, 1.0]}    # WARN checks on the funnel rates
       fault_sample: 12        # certified items per fault type in the accuracy report
+    train:                    # optional: TrainConfig (components/training/checkpoint.py)
+      preset: cpu-demo        # cpu-tiny | cpu-demo | gpu (with model_dir)
 
 Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
 """
@@ -34,6 +36,7 @@ import yaml
 
 from components.certify.dataset import CertifyConfig
 from components.graph.snapshot import SourceSpec
+from components.training.checkpoint import TrainConfig
 from components.quizzer.run import QuizConfig
 
 __all__ = ["DomainConfig", "DOMAINS_DIR", "default_domain", "load_domains"]
@@ -55,6 +58,7 @@ class DomainConfig:
     path: str = ""
     quiz: QuizConfig = QuizConfig()
     certify: CertifyConfig = CertifyConfig()
+    train: TrainConfig = TrainConfig()
 
 
 def _load(path: Path) -> DomainConfig:
@@ -81,12 +85,17 @@ def _load(path: Path) -> DomainConfig:
         certify = CertifyConfig.from_dict(raw.get("certify"), base=path.parent)
     except (TypeError, ValueError) as exc:
         raise DomainConfigError(f"{path}: certify: {exc}") from exc
+    try:
+        train = TrainConfig.from_dict(raw.get("train"))
+    except (TypeError, ValueError) as exc:
+        raise DomainConfigError(f"{path}: train: {exc}") from exc
     if certify.eval_questions and not Path(certify.eval_questions).is_file():
         raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
     return DomainConfig(
         name=name,
         quiz=quiz,
         certify=certify,
+        train=train,
         source=SourceSpec(str(src["format"]), location, dict(src.get("options") or {})),
         description=str(raw.get("description", "")),
         default=bool(raw.get("default", False)),

@@ -1,0 +1,45 @@
+"""What every trainer here shares: CPU-safe TRL arguments, model loading, quiet logging."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+
+def load(model_dir: str | Path, threads: int | None, *, left_pad: bool = False) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from a local folder, offline; a pad token is always set."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if threads:
+        torch.set_num_threads(threads)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if left_pad:
+        tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return AutoModelForCausalLM.from_pretrained(model_dir), tokenizer
+
+
+def common_args(output_dir: str | Path, seed: int) -> dict[str, Any]:
+    """TRL 1.16 arguments verified on these machines (CPU: no bf16, no activation checkpointing),
+    logging every step, no checkpoints written mid-run, no reporting services."""
+    import torch
+
+    return {"output_dir": str(output_dir), "seed": seed, "logging_steps": 1, "save_strategy": "no",
+            "report_to": "none", "use_cpu": not torch.cuda.is_available(), "bf16": False,
+            "activation_checkpointing": False, "disable_tqdm": True}
+
+
+def train_and_save(trainer: Any, tokenizer: Any, output_dir: str | Path) -> list[dict[str, Any]]:
+    """Train without printing log dicts to stdout (the CLI's stdout is JSON lines), save the
+    model and tokenizer, and return the log history."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.train()
+    trainer.save_model(str(output_dir))
+    tokenizer.save_pretrained(str(output_dir))
+    return [dict(h) for h in trainer.state.log_history]

@@ -1,0 +1,68 @@
+"""Teacher trajectories from certified items, for the supervised warm-start.
+
+A certified item already holds what a good solver does in the Python + Cypher environment: run
+the supporting program, then answer. :func:`certified_teacher_records` plays exactly that
+through the real environment — step 1 is the program in one ```` ```python ```` block (executed
+for real in a fresh sandbox; the environment's ``<information>`` reply is recorded), step 2 is
+``<answer>…</answer>`` — with a backend that emits those two texts through the model's own
+tokenizer, via the same :class:`~components.rollout.runner.RolloutRunner` as sampled rollouts.
+So teacher and policy trajectories share one format and one loss mask (the environment's reply
+is masked out of the SFT loss), and a teacher whose program no longer runs is dropped, not
+trained on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from components.llm.base import Generation, SamplingParams
+from components.rollout.runner import STOPS, RolloutConfig, RolloutRecord, RolloutRunner
+from components.tools.env import ToolEnvironment
+
+__all__ = ["TeacherBackend", "certified_teacher_records", "teacher_steps"]
+
+
+class TeacherBackend:
+    """Emits fixed step texts (one per call), tokenised by the real tokenizer."""
+
+    def __init__(self, tokenizer: Any, steps: Sequence[str]) -> None:
+        self.tokenizer, self.steps = tokenizer, list(steps)
+
+    def generate_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[list[Generation]]:
+        out = []
+        for p in prompts:
+            text = self.steps.pop(0) if self.steps else ""
+            stop = next((s for s in STOPS if text.endswith(s)), None)
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            if not ids:
+                ids = [self.tokenizer.eos_token_id]
+            out.append([Generation(text[: -len(stop)] if stop else text, len(p), len(ids),
+                                   stop or "eos", token_ids=tuple(ids))])
+        return out
+
+
+def teacher_steps(row: Mapping[str, Any]) -> list[str]:
+    """The two steps of a certified row: its program, then its answer."""
+    return [f"```python\n{row['final_program'].rstrip()}\n```", f"<answer>{row['answer']}</answer>"]
+
+
+def certified_teacher_records(rows: Sequence[Mapping[str, Any]], make_env: Callable[[], ToolEnvironment],
+                              tokenizer: Any, *, system_prompt: str | None = None) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
+    """``(records, dropped)``: one teacher trajectory per row that answers correctly in the
+    environment; ``dropped`` lists the others with why."""
+    records, dropped = [], []
+    config = RolloutConfig(max_turns=2, max_new_tokens=4096, max_total_tokens=1 << 20, system_prompt=system_prompt)
+    for row in rows:
+        episode_row = {"question": row["question"], "answer": row["answer"], "answer_type": row.get("answer_type")}
+        runner = RolloutRunner(TeacherBackend(tokenizer, teacher_steps(row)), make_env, config)
+        (rec,) = runner.run([episode_row])
+        s = rec.stats
+        if not (s.answered and s.valid_format and s.valid_calls == 1):
+            dropped.append({"id": row.get("id"), "reason": "the program did not run cleanly in the environment",
+                            "trace": json.dumps(rec.trace, default=str)[:2000]})
+            continue
+        rec.row = {**episode_row, "id": row.get("id")}
+        records.append(rec)
+    return records, dropped
