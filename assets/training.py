@@ -13,7 +13,8 @@ from components.store import ArtifactRecord
 from components.store.fingerprint import chain_fingerprint, code_digest, write_parquet
 from components.training.checkpoint import TrainConfig, train_checkpoint
 
-__all__ = ["GROUP", "checkpoints_asset", "checkpoints_key", "curriculum_splits_asset", "curriculum_splits_key"]
+__all__ = ["GROUP", "checkpoints_asset", "checkpoints_key", "curriculum_splits_asset", "curriculum_splits_key",
+           "preference_pairs_asset", "preference_pairs_key"]
 
 GROUP = "training"
 ASSET = "curriculum_splits"
@@ -162,3 +163,68 @@ def checkpoints_asset(domain: str, train: TrainConfig) -> list:
         )
 
     return [_checkpoint]
+
+
+PAIRS = "preference_pairs"
+PAIRS_VERSION = "pairs-1"
+
+
+def preference_pairs_key(domain: str) -> dg.AssetKey:
+    return dg.AssetKey([domain, PAIRS])
+
+
+def preference_pairs_asset(domain: str, train: TrainConfig) -> list:
+    key = preference_pairs_key(domain)
+
+    @dg.asset(
+        key=key,
+        deps=[checkpoints_key(domain)],
+        group_name=GROUP,
+        code_version=PAIRS_VERSION,
+        kinds={"parquet"},
+        description=(f"GraphDancer preference pairs for {domain}: M = 8 trajectories per training question from the "
+                     "checkpoint, ranked by (EM, EH, VF, -L, -I, -N), best vs worst; uniform pools dropped."),
+        tags={"domain": domain, "layer": "training"},
+    )
+    def _pairs(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        import components.training as training_pkg
+        from components.training.preferences import PreferenceConfig, sample_preference_pairs
+
+        catalog = store.catalog()
+        ckpt, curr, snap = (catalog.latest(a, domain) for a in (CHECKPOINT, ASSET, "graph_snapshot"))
+        if ckpt is None or curr is None or snap is None:
+            raise dg.Failure(f"materialize {domain}/checkpoints first")
+        import pyarrow.parquet as pq
+
+        train_rows = [r for r in pq.read_table(curr.path).to_pylist() if r["split"] == "train" and not r["ood"]]
+        resolved = train.resolved()
+        config = PreferenceConfig(max_questions=resolved["pair_questions"], max_new_tokens=resolved["pair_new_tokens"],
+                                  seed=train.seed, threads=train.threads)
+        fingerprint = chain_fingerprint([ckpt.fingerprint, curr.fingerprint],
+                                        f"{PAIRS_VERSION}:{code_digest(training_pkg.__path__[0])}", vars(config))
+        out = store.layer_dir(PAIRS, domain) / fingerprint / "pairs.parquet"
+        previous = catalog.get(PAIRS, domain, fingerprint)
+        if previous is not None and out.is_file():
+            report = dict(previous.metadata)
+        else:
+            pairs, report = sample_preference_pairs(ckpt.path, train_rows, snap.path, config)
+            write_parquet(pairs, out)
+            catalog.record(ArtifactRecord(asset=PAIRS, domain=domain, fingerprint=fingerprint,
+                                          parents=[ckpt.fingerprint, curr.fingerprint], config=vars(config),
+                                          row_counts={"pairs": report["pairs"]}, path=str(out), metadata=report))
+        return dg.MaterializeResult(
+            metadata={
+                "fingerprint": fingerprint,
+                "path": dg.MetadataValue.path(str(out)),
+                "questions": report["questions"],
+                "trajectories": report["trajectories"],
+                "pairs": report["pairs"],
+                "dropped": counts_table(report["dropped"] or {"none": 0}, "reason"),
+                "answered_rate": float(report["answered_rate"]),
+                "valid_format_rate": float(report["valid_format_rate"]),
+                "mean_rounds": float(report["mean_rounds"]),
+            },
+            data_version=dg.DataVersion(fingerprint),
+        )
+
+    return [_pairs]

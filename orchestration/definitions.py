@@ -8,7 +8,7 @@ import dagster as dg
 from assets.certification import certified_dataset_asset
 from assets.generation import qa_candidates_asset
 from assets.graph import graph_snapshot_asset
-from assets.training import checkpoints_asset, curriculum_splits_asset
+from assets.training import checkpoints_asset, curriculum_splits_asset, preference_pairs_asset
 from assets.resources import ArtifactStore, GraphBackendResource
 from components.store import data_root as default_data_root
 from orchestration.domains import DomainConfig, default_domain, load_domains
@@ -25,6 +25,7 @@ def domain_assets(cfg: DomainConfig) -> list:
         *certified_dataset_asset(cfg.name, cfg.certify),
         *curriculum_splits_asset(cfg.name),
         *checkpoints_asset(cfg.name, cfg.train),
+        *preference_pairs_asset(cfg.name, cfg.train),
     ]
 
 

@@ -18,7 +18,8 @@ inserted (the ``<information>`` blocks), so no policy loss ever trains the model
 results. The model always continues from the exact ids of the trajectory so far
 (``generate_ids``), never from re-tokenised text, so the ids trained on are the ids sampled.
 
-Generation stops at ``</graph>`` or ``</answer>`` (the stop string belongs to the model's step);
+Generation stops at ``</graph>`` or ``</answer>`` (``CODE_STOPS`` for Python + Cypher steps: the
+closing fence; the stop string belongs to the model's step);
 the environment parses the step, runs the call and replies, until the episode ends (an answer,
 or the loop-limit halt after ``max_rounds``), or ``max_turns`` model turns, or the token budget.
 
@@ -41,9 +42,10 @@ from components.llm.base import Generation, SamplingParams
 from components.rubric.metrics import normalize_answer, set_members
 from components.tools.env import ToolEnvironment
 
-__all__ = ["RolloutConfig", "RolloutRecord", "RolloutRunner", "TokenBackend", "TrajectoryStats", "evidence_hit"]
+__all__ = ["CODE_STOPS", "STOPS", "RolloutConfig", "RolloutRecord", "RolloutRunner", "TokenBackend", "TrajectoryStats", "evidence_hit"]
 
-STOPS = ("</graph>", "</answer>")
+STOPS = ("</graph>", "</answer>")  # tag-protocol steps (Graph-CoT, graph IR)
+CODE_STOPS = ("```\n", "</answer>")  # Python + Cypher steps end at the closing fence
 
 
 @runtime_checkable
@@ -65,6 +67,7 @@ class RolloutConfig:
     top_k: int = 0
     seed: int | None = 0
     system_prompt: str | None = None
+    stops: tuple[str, ...] = STOPS  # a step ends at the first of these (it belongs to the step)
 
 
 @dataclass(frozen=True)
@@ -177,14 +180,14 @@ class RolloutRunner:
             if not active:
                 break
             params = SamplingParams(max_new_tokens=max(1, min(cfg.max_new_tokens, min(budget[i] for i in active))),
-                                    temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k, stop=STOPS,
+                                    temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k, stop=cfg.stops,
                                     seed=None if cfg.seed is None else cfg.seed + 1000 * turn, n=1)
             gens = self.backend.generate_ids([records[i].prompt_ids + records[i].completion_ids for i in active], params)
             for i, (g,) in zip(active, gens, strict=True):
                 rec, env = records[i], envs[i]
                 rec.completion_ids += list(g.token_ids)
                 rec.loss_mask += [1] * len(g.token_ids)
-                step_text = g.text + (g.stop_reason if g.stop_reason in STOPS else "")
+                step_text = g.text + (g.stop_reason if g.stop_reason in cfg.stops else "")
                 reply, done = env.step(step_text)
                 if done:
                     finished[i] = True

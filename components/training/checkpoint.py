@@ -30,9 +30,12 @@ from typing import Any, Final
 __all__ = ["PRESETS", "TrainConfig", "CheckpointResult", "base_model_dir", "train_checkpoint"]
 
 PRESETS: Final = {
-    "cpu-tiny": {"max_steps": 8, "learning_rate": 1e-3, "batch_size": 4, "max_examples": 16},
-    "cpu-demo": {"max_steps": 6, "learning_rate": 2e-5, "batch_size": 2, "max_examples": 12},
-    "gpu": {"max_steps": 200, "learning_rate": 1e-5, "batch_size": 8, "max_examples": 2000},
+    "cpu-tiny": {"max_steps": 8, "learning_rate": 1e-3, "batch_size": 4, "max_examples": 16, "pair_questions": 3,
+                 "pair_new_tokens": 48},
+    "cpu-demo": {"max_steps": 6, "learning_rate": 2e-5, "batch_size": 2, "max_examples": 12, "pair_questions": 3,
+                 "pair_new_tokens": 160},
+    "gpu": {"max_steps": 200, "learning_rate": 1e-5, "batch_size": 8, "max_examples": 2000, "pair_questions": 2000,
+            "pair_new_tokens": 512},
 }
 
 

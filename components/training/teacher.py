@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from components.llm.base import Generation, SamplingParams
-from components.rollout.runner import STOPS, RolloutConfig, RolloutRecord, RolloutRunner
+from components.rollout.runner import CODE_STOPS, RolloutConfig, RolloutRecord, RolloutRunner
 from components.tools.env import ToolEnvironment
 
 __all__ = ["TeacherBackend", "certified_teacher_records", "teacher_steps"]
@@ -34,7 +34,7 @@ class TeacherBackend:
         out = []
         for p in prompts:
             text = self.steps.pop(0) if self.steps else ""
-            stop = next((s for s in STOPS if text.endswith(s)), None)
+            stop = next((s for s in CODE_STOPS if text.endswith(s)), None)
             ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
             if not ids:
                 ids = [self.tokenizer.eos_token_id]
@@ -53,7 +53,8 @@ def certified_teacher_records(rows: Sequence[Mapping[str, Any]], make_env: Calla
     """``(records, dropped)``: one teacher trajectory per row that answers correctly in the
     environment; ``dropped`` lists the others with why."""
     records, dropped = [], []
-    config = RolloutConfig(max_turns=2, max_new_tokens=4096, max_total_tokens=1 << 20, system_prompt=system_prompt)
+    config = RolloutConfig(max_turns=2, max_new_tokens=4096, max_total_tokens=1 << 20, system_prompt=system_prompt,
+                           stops=CODE_STOPS)
     for row in rows:
         episode_row = {"question": row["question"], "answer": row["answer"], "answer_type": row.get("answer_type")}
         runner = RolloutRunner(TeacherBackend(tokenizer, teacher_steps(row)), make_env, config)

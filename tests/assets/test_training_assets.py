@@ -14,7 +14,7 @@ from assets.certification import certified_dataset_asset
 from assets.generation import qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from assets.resources import ArtifactStore, GraphBackendResource
-from assets.training import checkpoints_asset, curriculum_splits_asset
+from assets.training import checkpoints_asset, curriculum_splits_asset, preference_pairs_asset
 from components.certify.dataset import CertifyConfig
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig
@@ -26,7 +26,8 @@ SOURCE = SourceSpec("generator", "biomedical", {"seed": 3, "scale": 200})
 def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     defs = [*graph_snapshot_asset("bio", SOURCE), *qa_candidates_asset("bio", QuizConfig(template_n=16, llm_n=0, seed=2)),
             *certified_dataset_asset("bio", CertifyConfig(fault_sample=0)), *curriculum_splits_asset("bio"),
-            *checkpoints_asset("bio", TrainConfig(preset="cpu-tiny", max_steps=6, threads=1))]
+            *checkpoints_asset("bio", TrainConfig(preset="cpu-tiny", max_steps=6, threads=1)),
+            *preference_pairs_asset("bio", TrainConfig(preset="cpu-tiny", max_steps=6, threads=1))]
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)),
                                                  "graph": GraphBackendResource()}, instance=instance)
@@ -43,6 +44,12 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert len(log["losses"]) == 6
     AutoModelForCausalLM.from_pretrained(folder)  # a loadable Hugging Face folder
     assert "step   1" in meta["loss_curve"].value
+    (pm,) = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()
+             if e.asset_key.path[-1] == "preference_pairs"]
+    pairs = pm.metadata
+    # a random tiny model never answers: every pool is uniformly failed, so no pair is kept
+    assert pairs["questions"].value == 3 and pairs["trajectories"].value == 24 and pairs["pairs"].value == 0
+    assert {r.data["reason"]: r.data["count"] for r in pairs["dropped"].value.records} == {"uniformly_failed": 3}
 
 
 def test_train_config_validation() -> None:

@@ -16,7 +16,8 @@ def test_asset_graph_snapshot() -> None:
     domains = ("academic", "biomedical", "ecommerce")
     assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == [
         f"{d}/{a}" for d in domains
-        for a in ("certified_dataset", "checkpoints", "curriculum_splits", "graph_snapshot", "qa_candidates")
+        for a in ("certified_dataset", "checkpoints", "curriculum_splits", "graph_snapshot", "preference_pairs",
+                  "qa_candidates")
     ]
     certified_checks = ["admitted_nonzero", "admitted_rate_bounds_check", "admitted_reverified",
                         "certifier_accuracy", "expectations", "hard_failure_rate_bounds_check",

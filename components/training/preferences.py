@@ -1,0 +1,85 @@
+"""Preference pairs from a checkpoint (SPEC §6): sample M trajectories per training question in
+the Python + Cypher environment (temperature 1.0, top-p 0.95), rank them by
+``(EM, EH, VF, −L, −I, −N)`` (:func:`~components.training.pairs.build_pair`) and keep best vs
+worst; uniformly perfect / failed pools are dropped and counted.
+
+Each pair keeps the prompt ids and, for chosen and rejected, the completion ids with their loss
+masks (ready for :func:`~components.training.dpo.run_dpo`) and the texts and rank keys for
+inspection.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from components.rollout.runner import CODE_STOPS, RolloutConfig, RolloutRunner
+from components.training.pairs import build_pair
+
+__all__ = ["PreferenceConfig", "sample_preference_pairs"]
+
+
+@dataclass(frozen=True)
+class PreferenceConfig:
+    samples: int = 8  # M
+    temperature: float = 1.0
+    top_p: float = 0.95
+    max_questions: int = 8
+    max_new_tokens: int = 160
+    max_turns: int = 3
+    seed: int = 0
+    threads: int | None = None
+
+
+def sample_preference_pairs(checkpoint_dir: str, rows: Sequence[Mapping[str, Any]], db_location: str,
+                            config: PreferenceConfig = PreferenceConfig()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``(pairs, report)`` for up to ``max_questions`` rows (``question``, ``answer``,
+    ``answer_type``, ``id``); the report counts questions, pairs and drops by reason."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph import open_backend
+    from components.llm.transformers_backend import TransformersBackend
+    from components.tools.episodes import PythonCypherEnvironment
+
+    rows = list(rows)[: config.max_questions]
+    llm = TransformersBackend(checkpoint_dir, threads=config.threads)
+    backend = open_backend(db_location)
+    try:
+        schema = backend.schema()
+        qp = ReadOnlyQueryPath(backend, schema=schema)
+        runner = RolloutRunner(llm, lambda: PythonCypherEnvironment(qp, schema, max_rounds=config.max_turns - 1),
+                               RolloutConfig(max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
+                                             temperature=config.temperature, top_p=config.top_p, seed=config.seed,
+                                             stops=CODE_STOPS))
+        episode_rows = [{"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows]
+        records = runner.run(episode_rows, n=config.samples) if episode_rows else []
+    finally:
+        backend.close()
+        llm.close()
+    pairs: list[dict[str, Any]] = []
+    dropped: Counter[str] = Counter()
+    for q, row in enumerate(rows):
+        pool = records[q * config.samples:(q + 1) * config.samples]
+        outcome = build_pair([r.stats for r in pool], row["answer"], row.get("answer_type"))
+        if outcome.dropped:
+            dropped[outcome.dropped] += 1
+            continue
+        chosen, rejected = pool[outcome.chosen], pool[outcome.rejected]
+        pairs.append({
+            "id": row.get("id"), "question": row["question"], "answer": row["answer"],
+            "prompt_ids": chosen.prompt_ids,
+            "chosen_ids": chosen.completion_ids, "chosen_mask": chosen.loss_mask, "chosen_text": chosen.completion_text,
+            "rejected_ids": rejected.completion_ids, "rejected_mask": rejected.loss_mask,
+            "rejected_text": rejected.completion_text,
+            "chosen_key": list(outcome.keys[outcome.chosen]), "rejected_key": list(outcome.keys[outcome.rejected]),
+        })
+    stats = [r.stats for r in records]
+    report = {
+        "questions": len(rows), "samples_per_question": config.samples, "trajectories": len(records),
+        "pairs": len(pairs), "dropped": dict(dropped),
+        "answered_rate": sum(s.answered for s in stats) / len(stats) if stats else 0.0,
+        "valid_format_rate": sum(s.valid_format for s in stats) / len(stats) if stats else 0.0,
+        "mean_rounds": sum(s.rounds for s in stats) / len(stats) if stats else 0.0,
+    }
+    return pairs, report
