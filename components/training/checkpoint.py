@@ -32,8 +32,8 @@ __all__ = ["PRESETS", "TrainConfig", "CheckpointResult", "base_model_dir", "trai
 PRESETS: Final = {
     "cpu-tiny": {"max_steps": 8, "learning_rate": 1e-3, "batch_size": 4, "max_examples": 16, "pair_questions": 3,
                  "pair_new_tokens": 48},
-    "cpu-demo": {"max_steps": 6, "learning_rate": 2e-5, "batch_size": 2, "max_examples": 12, "pair_questions": 3,
-                 "pair_new_tokens": 160},
+    "cpu-demo": {"max_steps": 6, "learning_rate": 2e-5, "batch_size": 2, "max_examples": 12, "pair_questions": 2,
+                 "pair_new_tokens": 96},
     "gpu": {"max_steps": 200, "learning_rate": 1e-5, "batch_size": 8, "max_examples": 2000, "pair_questions": 2000,
             "pair_new_tokens": 512},
 }
