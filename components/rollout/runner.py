@@ -167,46 +167,49 @@ class RolloutRunner:
                 task = env.reset(**row) or str(row.get("question", ""))
                 envs.append(env)
                 records.append(RolloutRecord(dict(row), self._prompt_ids(task)))
-        finished = [False] * len(records)
-        truncated = [False] * len(records)
-        for turn in range(cfg.max_turns):
-            active = [i for i, f in enumerate(finished) if not f]
-            if not active:
-                break
-            budget = {i: cfg.max_total_tokens - len(records[i].prompt_ids) - len(records[i].completion_ids) for i in active}
-            for i in [i for i in active if budget[i] <= 0]:
-                finished[i] = truncated[i] = True
-            active = [i for i in active if budget[i] > 0]
-            if not active:
-                break
-            params = SamplingParams(max_new_tokens=max(1, min(cfg.max_new_tokens, min(budget[i] for i in active))),
-                                    temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k, stop=cfg.stops,
-                                    seed=None if cfg.seed is None else cfg.seed + 1000 * turn, n=1)
-            gens = self.backend.generate_ids([records[i].prompt_ids + records[i].completion_ids for i in active], params)
-            for i, (g,) in zip(active, gens, strict=True):
-                rec, env = records[i], envs[i]
-                rec.completion_ids += list(g.token_ids)
-                rec.loss_mask += [1] * len(g.token_ids)
-                step_text = g.text + (g.stop_reason if g.stop_reason in cfg.stops else "")
-                reply, done = env.step(step_text)
-                if done:
-                    finished[i] = True
-                    continue
-                env_ids = self._encode(reply)
-                rec.completion_ids += env_ids
-                rec.loss_mask += [0] * len(env_ids)
-        for i in range(len(records)):
-            if not finished[i]:
-                truncated[i] = True
-        wall = time.perf_counter() - t0
-        for i, (rec, env) in enumerate(zip(records, envs, strict=True)):
-            rec.completion_text = self.tokenizer.decode(rec.completion_ids, skip_special_tokens=False)
-            rec.trace = env.trace.to_dict()
-            rec.stats = self._stats(rec, env, truncated[i])
-            rec.wall_s = wall
-            close = getattr(env, "close", None)
-            if callable(close):  # e.g. the sandbox process of a python_cypher episode
-                close()
+        try:
+            finished = [False] * len(records)
+            truncated = [False] * len(records)
+            for turn in range(cfg.max_turns):
+                active = [i for i, f in enumerate(finished) if not f]
+                if not active:
+                    break
+                budget = {i: cfg.max_total_tokens - len(records[i].prompt_ids) - len(records[i].completion_ids) for i in active}
+                for i in [i for i in active if budget[i] <= 0]:
+                    finished[i] = truncated[i] = True
+                active = [i for i in active if budget[i] > 0]
+                if not active:
+                    break
+                params = SamplingParams(max_new_tokens=max(1, min(cfg.max_new_tokens, min(budget[i] for i in active))),
+                                        temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k, stop=cfg.stops,
+                                        seed=None if cfg.seed is None else cfg.seed + 1000 * turn, n=1)
+                gens = self.backend.generate_ids([records[i].prompt_ids + records[i].completion_ids for i in active], params)
+                for i, (g,) in zip(active, gens, strict=True):
+                    rec, env = records[i], envs[i]
+                    rec.completion_ids += list(g.token_ids)
+                    rec.loss_mask += [1] * len(g.token_ids)
+                    step_text = g.text + (g.stop_reason if g.stop_reason in cfg.stops else "")
+                    reply, done = env.step(step_text)
+                    if done:
+                        finished[i] = True
+                        continue
+                    env_ids = self._encode(reply)
+                    rec.completion_ids += env_ids
+                    rec.loss_mask += [0] * len(env_ids)
+            for i in range(len(records)):
+                if not finished[i]:
+                    truncated[i] = True
+            wall = time.perf_counter() - t0
+            for i, (rec, env) in enumerate(zip(records, envs, strict=True)):
+                rec.completion_text = self.tokenizer.decode(rec.completion_ids, skip_special_tokens=False)
+                rec.trace = env.trace.to_dict()
+                rec.stats = self._stats(rec, env, truncated[i])
+                rec.wall_s = wall
+        finally:
+            for env in envs:  # e.g. the sandbox process of a python_cypher episode
+                close = getattr(env, "close", None)
+                if callable(close):
+                    close()
         return records
 
     @staticmethod
