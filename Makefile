@@ -43,6 +43,8 @@ bench: setup
 	$(BIN)/python benchmarks/graph_tools.py
 	$(BIN)/python benchmarks/tool_calls.py
 	$(BIN)/python benchmarks/rollouts.py
+	$(BIN)/python benchmarks/certify.py
+	$(BIN)/python benchmarks/train_step.py
 
 clean:
 	rm -rf data .dagster_home
