@@ -25,7 +25,8 @@ or the loop-limit halt after ``max_rounds``), or ``max_turns`` model turns, or t
 
 :class:`TrajectoryStats` per rollout: valid format (VF), valid / invalid calls, loop-limit halt,
 rounds N, S-rounds / E-rounds and the GraphDancer level, evidence hit (EH: the gold answer occurs
-in some observation — for a set answer, every member does), the final answer, token counts.
+in some observation — for a set answer, every member does), the final answer, token counts; and
+the queries the episode marked as evidence (Python + Cypher), for the ``graphcert`` reward.
 Batched: every turn is one ``generate_ids`` call for all still-running rollouts (CPU
 transformers, or vLLM on a GPU).
 """
@@ -101,6 +102,7 @@ class RolloutRecord:
     trace: dict[str, Any] = field(default_factory=dict)
     stats: TrajectoryStats | None = None
     wall_s: float = 0.0
+    evidence: list[str] = field(default_factory=list)  # marked queries (Python + Cypher episodes)
 
     def segments(self) -> list[tuple[int, list[int]]]:
         """The completion as ``(mask value, ids)`` runs, in order."""
@@ -115,7 +117,8 @@ class RolloutRecord:
     def to_dict(self) -> dict[str, Any]:
         return {"row": self.row, "prompt_ids": self.prompt_ids, "completion_ids": self.completion_ids,
                 "loss_mask": self.loss_mask, "completion_text": self.completion_text, "trace": self.trace,
-                "stats": None if self.stats is None else self.stats.to_dict(), "wall_s": self.wall_s}
+                "stats": None if self.stats is None else self.stats.to_dict(), "wall_s": self.wall_s,
+                "evidence": list(self.evidence)}
 
 
 def evidence_hit(gold: Any, observations: Sequence[str], answer_type: str | None = None) -> bool:
@@ -205,6 +208,7 @@ class RolloutRunner:
                 rec.trace = env.trace.to_dict()
                 rec.stats = self._stats(rec, env, truncated[i])
                 rec.wall_s = wall
+                rec.evidence = [t.query for t in getattr(env, "evidence", None) or []]
         finally:
             for env in envs:  # e.g. the sandbox process of a python_cypher episode
                 close = getattr(env, "close", None)

@@ -11,7 +11,9 @@ environment with the *policy being trained* (wrapped as a token-level backend) a
 as ``env_mask`` — TRL folds it into the completion mask, so environment-inserted tokens never
 carry policy-gradient or KL terms. The rollout's trajectory statistics are forwarded to the
 reward functions as columns (``valid_format``, ``rounds``, ``invalid_calls``, ``halted``,
-``evidence_hit``, ``level``) — the ``graphdancer`` reward reads ``valid_format`` from there.
+``evidence_hit``, ``level``) and the marked queries as ``pred_evidence`` — the ``graphdancer``
+reward reads ``valid_format`` from there, the ``graphcert`` reward ``pred_evidence`` (its gold
+side is the dataset's ``evidence_json`` / ``evidence_queries`` column).
 TRL's ``rollout_func`` is experimental in 1.16 (hence the exact pin).
 
 CPU settings as verified on these machines: ``use_cpu``, no bf16, no activation checkpointing,
@@ -93,6 +95,7 @@ class MultiTurn:
                 "halted": [s.halted for s in stats],
                 "evidence_hit": [s.evidence_hit for s in stats],
                 "level": [s.level for s in stats],
+                "pred_evidence": [r.evidence for r in records],
             }
 
         return rollout

@@ -16,6 +16,9 @@ from components.graph.sources.demo import generate
 from components.quizzer.template import TemplateQuizzer
 
 
+_DB: dict[str, str] = {}
+
+
 @pytest.fixture(scope="module")
 def certified(tmp_path_factory: pytest.TempPathFactory):
     db = tmp_path_factory.mktemp("curr") / "db"
@@ -26,6 +29,7 @@ def certified(tmp_path_factory: pytest.TempPathFactory):
         fp = b.fingerprint()
     for c in cands:
         c.meta["snapshot_fingerprint"] = fp
+    _DB["path"] = str(db)
     return run_certification(cands, str(db), CertifyConfig(fault_sample=0)).rows, schema
 
 
@@ -60,3 +64,25 @@ def test_curriculum_levels_and_splits(certified) -> None:
         row = next(r for r in rows if r["id"] == item["id"])
         start = json.loads(row["start_node_json"])
         assert f"node:{start['id']}" in item["entities"]
+
+
+def test_teacher_trajectories_replay_certified_programs(certified) -> None:
+    """Teacher trajectories run each certified program for real in the Python + Cypher
+    environment: one valid call, the answer, the marked evidence, environment tokens masked."""
+    from components.llm.models import smollm2_tokenizer
+    from components.tools.episodes import PythonCypherEnvironment
+    from components.training.teacher import certified_teacher_records
+
+    rows, schema = certified
+    admitted = [r for r in rows if r["admitted"]][:4]
+    broken = dict(admitted[0], id="broken", final_program="raise RuntimeError('no')")
+    with LadybugBackend(_DB["path"]) as b:
+        qp = ReadOnlyQueryPath(b, schema=schema)
+        records, dropped = certified_teacher_records(admitted + [broken], lambda: PythonCypherEnvironment(qp, schema),
+                                                     smollm2_tokenizer())
+    assert [d["id"] for d in dropped] == ["broken"] and len(records) == len(admitted)
+    for rec, row in zip(records, admitted, strict=True):
+        s = rec.stats
+        assert s.answered and s.valid_format and s.valid_calls == 1 and s.answer == str(row["answer"])
+        assert rec.evidence and all(isinstance(q, str) for q in rec.evidence)
+        assert [m for m, _ in rec.segments()] == [1, 0, 1]

@@ -157,3 +157,42 @@ def test_dpo_raises_the_margin_and_scores_model_tokens_only(tiny_model: Path, tm
     assert result.rewards[-1] > 0.3 and result.losses[-1] < result.losses[0]
     with pytest.raises(ValueError, match="model tokens"):
         preference_example(prompt, (chosen, [0] * 6), (rejected, rejected_mask))
+
+
+def test_graphcert_grpo_over_the_python_cypher_sandbox(tiny_model: Path, tmp_path: Path) -> None:
+    """GraphCert's setting: multi-turn GRPO in the Python + Cypher environment (real sandbox) with
+    the graphcert reward; the rollout's marked queries reach the reward as pred_evidence, the gold
+    evidence comes from the dataset column."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+    from components.graph.load import load_graph
+    from components.rollout import RolloutConfig
+    from components.rollout.runner import CODE_STOPS
+    from components.rubric.rewards import graphcert_reward
+    from components.tools.episodes import PythonCypherEnvironment
+    from components.training.grpo import GRPORunConfig, MultiTurn, run_grpo
+    from tests.components.tools.test_graph_cot import library_graph
+
+    db = tmp_path / "db"
+    load_graph(library_graph(), db)
+    seen: dict[str, list] = {"pred_evidence": [], "rewards": []}
+
+    def spy(completions, pred_evidence, **kwargs):
+        seen["pred_evidence"] += list(pred_evidence)
+        out = graphcert_reward(completions, pred_evidence=pred_evidence, **kwargs)
+        seen["rewards"] += out
+        return out
+
+    gold = ["MATCH (a:Author)-[:WROTE]->(p:Paper {id: $id}) RETURN a.name"]
+    rows = [{"prompt": "Who wrote p2?", "answer": "Ann Lee, Bob Stone", "evidence_queries": gold}] * 4
+    with LadybugBackend(db) as backend:
+        schema = backend.schema()
+        qp = ReadOnlyQueryPath(backend, schema=schema)
+        mt = MultiTurn(lambda: PythonCypherEnvironment(qp, schema, max_rounds=1),
+                       RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS))
+        result = run_grpo(tiny_model, rows, [spy], tmp_path / "gc",
+                          GRPORunConfig(max_steps=1, batch_size=4, num_generations=2, max_completion_length=512,
+                                        threads=1), multi_turn=mt)
+    assert result.steps == 1 and len(seen["pred_evidence"]) == 4
+    assert all(isinstance(e, list) for e in seen["pred_evidence"])
+    assert seen["rewards"] == [0.0] * 4  # a random model never answers: unparseable → 0
