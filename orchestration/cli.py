@@ -117,16 +117,21 @@ def _cmd_graph_query(args: argparse.Namespace) -> int:
         backend.close()
 
 
+def _optional_schema(db: str | None) -> Any:
+    """The schema of ``--db`` when given (the deriver names unlabelled endpoints from it), else None."""
+    if not db:
+        return None
+    backend = _open(db)
+    try:
+        return backend.schema()
+    finally:
+        backend.close()
+
+
 def _cmd_cypher_features(args: argparse.Namespace) -> int:
     from components.cypher.features import features_json
 
-    schema = None
-    if args.db:
-        backend = _open(args.db)
-        try:
-            schema = backend.schema()
-        finally:
-            backend.close()
+    schema = _optional_schema(args.db)
     if args.query is not None:
         out = features_json(args.query, schema)
         _emit(out)
@@ -146,13 +151,7 @@ def _cmd_cypher_features(args: argparse.Namespace) -> int:
 def _cmd_rubric_score(args: argparse.Namespace) -> int:
     from components.rubric.batch import score_files
 
-    schema = None
-    if args.db:
-        backend = _open(args.db)
-        try:
-            schema = backend.schema()
-        finally:
-            backend.close()
+    schema = _optional_schema(args.db)
     failed = 0
     for row in score_files(args.gold, args.pred, schema):
         failed += not row["ok"]

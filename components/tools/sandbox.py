@@ -126,6 +126,22 @@ def _spawn_kernel() -> tuple[subprocess.Popen[bytes], int, int]:
     return proc, req_w, resp_r
 
 
+def _terminate(proc: subprocess.Popen[bytes] | None, fds: tuple[int | None, ...]) -> None:
+    """Kill a kernel process and its process group (if still running), reap it, close our pipe ends."""
+    if proc is not None and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.wait()
+    for fd in fds:
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _hello(limits: SandboxLimits, allow_weak_isolation: bool, op: str) -> dict[str, Any]:
     """The first message to a kernel: what it enforces itself."""
     return {
@@ -227,18 +243,7 @@ class SandboxServer:
         self._pending_reap = True
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self._proc.kill()
-            self._proc.wait()
-        for fd in (self._to, self._from):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        _terminate(self._proc, (self._to, self._from))
         self._proc = self._to = self._from = None
         self.busy = None
         self._pending_reap = False
@@ -349,18 +354,7 @@ class SandboxEpisode:
             server.release(self, self._child_pid, reaped=self._reaped)
             self._to_child = self._from_child = None
             return
-        if self._proc is not None and self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self._proc.kill()
-            self._proc.wait()
-        for fd in (self._to_child, self._from_child):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        _terminate(self._proc, (self._to_child, self._from_child))
         self._to_child = self._from_child = None
 
     def close(self) -> None:
