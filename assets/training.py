@@ -7,10 +7,10 @@ from assets.certification import certified_dataset_key
 from assets.metadata import counts_table, records_table
 from assets.resources import ArtifactStore
 from components.certify.dataset import read_certified
-from components.curriculum import build_curriculum, curriculum_summary
+from components.curriculum import build_curriculum, curriculum_summary, training_items
 from components.graph.schema import GraphSchema
 from components.store import ArtifactRecord
-from components.store.fingerprint import chain_fingerprint, code_digest, write_parquet
+from components.store.fingerprint import chain_fingerprint, code_digest, read_parquet, write_parquet
 from components.training.checkpoint import TrainConfig, train_checkpoint
 
 __all__ = ["GROUP", "checkpoints_asset", "checkpoints_key", "curriculum_splits_asset", "curriculum_splits_key",
@@ -121,9 +121,7 @@ def checkpoints_asset(domain: str, train: TrainConfig) -> list:
         snap = catalog.latest("graph_snapshot", domain)
         if curr is None or cert is None or snap is None:
             raise dg.Failure(f"materialize {domain}/curriculum_splits first")
-        import pyarrow.parquet as pq
-
-        train_ids = {r["id"] for r in pq.read_table(curr.path).to_pylist() if r["split"] == "train"}
+        train_ids = {r["id"] for r in training_items(read_parquet(curr.path))}
         rows = [r for r in read_certified(cert.path) if r["id"] in train_ids]
         fingerprint = chain_fingerprint([curr.fingerprint], f"{CHECKPOINT_VERSION}:{code_digest(training_pkg.__path__[0])}",
                                         train.resolved())
@@ -194,9 +192,7 @@ def preference_pairs_asset(domain: str, train: TrainConfig) -> list:
         ckpt, curr, snap = (catalog.latest(a, domain) for a in (CHECKPOINT, ASSET, "graph_snapshot"))
         if ckpt is None or curr is None or snap is None:
             raise dg.Failure(f"materialize {domain}/checkpoints first")
-        import pyarrow.parquet as pq
-
-        train_rows = [r for r in pq.read_table(curr.path).to_pylist() if r["split"] == "train" and not r["ood"]]
+        train_rows = training_items(read_parquet(curr.path))
         resolved = train.resolved()
         config = PreferenceConfig(max_questions=resolved["pair_questions"], max_new_tokens=resolved["pair_new_tokens"],
                                   seed=train.seed, threads=train.threads)

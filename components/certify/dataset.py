@@ -28,8 +28,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
-import pyarrow.parquet as pq
-
 from components.certify.accuracy import AccuracyReport, fault_accuracy
 from components.certify.certifier import REASONS, Certificate, certify_many
 from components.certify.faults import FAULTS
@@ -37,7 +35,7 @@ from components.certify.judge import JudgeVerdict, SemanticJudge
 from components.certify.leakage import LeakageFilter, LeakageResult, build_lexicon, load_eval_questions
 from components.cypher.features import features_json
 from components.quizzer.candidate import QACandidate
-from components.store.fingerprint import chain_fingerprint, code_digest, hash_path, write_parquet
+from components.store.fingerprint import chain_fingerprint, code_digest, hash_path, read_parquet, write_parquet
 
 __all__ = [
     "CERTIFY_VERSION",
@@ -311,4 +309,4 @@ def write_certified(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path
 
 
 def read_certified(path: str | Path) -> list[dict[str, Any]]:
-    return pq.read_table(path).to_pylist()
+    return read_parquet(path)

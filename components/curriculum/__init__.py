@@ -10,7 +10,7 @@ from components.curriculum.sampler import (
     level_probabilities,
     round_kinds,
 )
-from components.curriculum.build import build_curriculum, curriculum_summary, grounded_entities
+from components.curriculum.build import build_curriculum, curriculum_summary, grounded_entities, training_items
 from components.curriculum.levels import estimate_level, estimate_rounds
 from components.curriculum.splits import SPLITS, entity_grouped_splits
 
@@ -30,4 +30,5 @@ __all__ = [
     "level_of",
     "level_probabilities",
     "round_kinds",
+    "training_items",
 ]

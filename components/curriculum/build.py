@@ -20,7 +20,7 @@ from components.curriculum.sampler import LEVELS, level_of, level_probabilities
 from components.curriculum.splits import SPLITS, entity_grouped_splits
 from components.graph.schema import GraphSchema
 
-__all__ = ["build_curriculum", "curriculum_summary", "grounded_entities"]
+__all__ = ["build_curriculum", "curriculum_summary", "grounded_entities", "training_items"]
 
 
 def _json(value: Any, default: Any) -> Any:
@@ -83,3 +83,8 @@ def curriculum_summary(items: Sequence[Mapping[str, Any]], total_steps: int = 10
         "crossing_entities": sorted(e for e, s in where.items() if len(s) > 1),
         "sampler": schedule,
     }
+
+
+def training_items(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The items a trainer may use: the train split, OOD items never."""
+    return [i for i in items if i["split"] == "train" and not i["ood"]]

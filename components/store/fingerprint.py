@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["chain_fingerprint", "code_digest", "hash_path", "write_parquet"]
+__all__ = ["chain_fingerprint", "code_digest", "hash_path", "read_parquet", "write_parquet"]
 
 
 def chain_fingerprint(parents: Iterable[str], version: str, params: Mapping[str, Any]) -> str:
@@ -73,3 +73,10 @@ def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def read_parquet(path: str | Path) -> list[dict[str, Any]]:
+    """The rows :func:`write_parquet` wrote, as dicts."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
