@@ -1,4 +1,8 @@
-"""Generation layer: the ``<domain>/qa_candidates`` asset (Quizzer output)."""
+"""Generation layer: the ``<domain>/qa_candidates`` asset (Quizzer output) and ``grit/tasks``
+(GRIT-style graph-reasoning tasks, domain-independent)."""
+
+from dataclasses import asdict
+from pathlib import Path
 
 import dagster as dg
 
@@ -15,9 +19,10 @@ from components.quizzer.run import (
     summarize,
     write_candidates,
 )
+from components.evaluation.grit import GritConfig
 from components.store import ArtifactRecord
 
-__all__ = ["GROUP", "qa_candidates_asset", "qa_candidates_key"]
+__all__ = ["GRIT_PREFIX", "GROUP", "grit_tasks_asset", "grit_tasks_key", "qa_candidates_asset", "qa_candidates_key"]
 
 GROUP = "generation"
 
@@ -98,3 +103,48 @@ def qa_candidates_asset(domain: str, quiz: QuizConfig) -> list:
         )
 
     return [_qa_candidates]
+
+
+GRIT_PREFIX = "grit"
+GRIT_VERSION = "grit-1"
+
+
+def grit_tasks_key() -> dg.AssetKey:
+    return dg.AssetKey([GRIT_PREFIX, "tasks"])
+
+
+def grit_tasks_asset(config: GritConfig | None = None) -> list:
+    from components.evaluation import grit
+    from components.store.fingerprint import chain_fingerprint, code_digest, write_parquet
+
+    config = config or grit.GritConfig()
+
+    @dg.asset(key=grit_tasks_key(), group_name=GROUP, code_version=GRIT_VERSION, kinds={"parquet"},
+              tags={"layer": "generation"},
+              description=("GRIT-style graph-reasoning tasks (six solver tasks, narrative scenarios, four naming schemes) "
+                           "with solver ground truth: train / test / OOD-scenario splits."))
+    def _grit(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        cfg = asdict(config)
+        fingerprint = chain_fingerprint([], f"{GRIT_VERSION}:{code_digest(Path(grit.__file__).parent)}", cfg)
+        rows = grit.build_splits(config)
+        out = store.layer_dir("grit_tasks", GRIT_PREFIX) / fingerprint / "tasks.parquet"
+        write_parquet(rows, out)
+        counts = {f"{r['split']} / {r['task']}": 0 for r in rows}
+        for r in rows:
+            counts[f"{r['split']} / {r['task']}"] += 1
+        namings = {}
+        for r in rows:
+            namings[r["naming"]] = namings.get(r["naming"], 0) + 1
+        store.catalog().record(ArtifactRecord(asset="grit_tasks", domain=GRIT_PREFIX, fingerprint=fingerprint, parents=[],
+                                              config=cfg, row_counts={"items": len(rows)}, path=str(out),
+                                              metadata={"by_split_task": counts, "by_naming": namings}))
+        preview = ["| split | task | naming | question | answer |", "|---|---|---|---|---|"]
+        preview += [f"| {r['split']} | {r['task']} | {r['naming']} | {r['question'][:90]}… | {r['answer']} |" for r in rows[:8]]
+        return dg.MaterializeResult(
+            metadata={"fingerprint": fingerprint, "path": dg.MetadataValue.path(str(out)), "items": len(rows),
+                      "by_split_task": counts_table(counts, "split / task"), "by_naming": counts_table(namings, "naming"),
+                      "preview": dg.MetadataValue.md("\n".join(preview))},
+            data_version=dg.DataVersion(fingerprint),
+        )
+
+    return [_grit]

@@ -1,6 +1,10 @@
 """Training layer: ``<domain>/curriculum_splits`` (levels and entity-grouped splits of the
 certified items) and its check; ``<domain>/checkpoints`` (the warm-start checkpoint)."""
 
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
 import dagster as dg
 
 from assets.certification import certified_dataset_key
@@ -11,10 +15,11 @@ from components.curriculum import build_curriculum, curriculum_summary, training
 from components.graph.schema import GraphSchema
 from components.store import ArtifactRecord
 from components.store.fingerprint import chain_fingerprint, code_digest, read_parquet, write_parquet
-from components.training.checkpoint import TrainConfig, train_checkpoint
+from components.training.checkpoint import CheckpointResult, TrainConfig, train_checkpoint
 
-__all__ = ["GROUP", "checkpoints_asset", "checkpoints_key", "curriculum_splits_asset", "curriculum_splits_key",
-           "preference_pairs_asset", "preference_pairs_key"]
+__all__ = ["DANCER_DPO", "DANCER_RL", "GRAPHCERT", "GROUP", "checkpoints_asset", "checkpoints_key",
+           "curriculum_splits_asset", "curriculum_splits_key", "grain_checkpoint_asset", "preference_pairs_asset",
+           "preference_pairs_key", "rl_stage_assets", "stage_key"]
 
 GROUP = "training"
 ASSET = "curriculum_splits"
@@ -90,13 +95,66 @@ def checkpoints_key(domain: str) -> dg.AssetKey:
     return dg.AssetKey([domain, CHECKPOINT])
 
 
-def _curve(values: list[float], width: int = 40) -> str:
-    """A loss curve as a Markdown text chart (one bar per logged step)."""
+def _curve(values: Sequence[float], width: int = 40) -> str:
+    """A per-step curve as a Markdown text chart (one bar per logged step, scaled to the largest
+    magnitude)."""
     if not values:
         return "(no steps logged)"
-    hi = max(values) or 1.0
-    lines = ["```text"] + [f"step {i + 1:>3} {'█' * max(1, round(width * v / hi))} {v:.4f}" for i, v in enumerate(values)]
+    hi = max(abs(v) for v in values) or 1.0
+    lines = ["```text"] + [f"step {i + 1:>3} {'█' * max(1, round(width * abs(v) / hi))} {v:.4f}" for i, v in enumerate(values)]
     return "\n".join(lines + ["```"])
+
+
+def _train_or_reuse(context: dg.AssetExecutionContext, store: ArtifactStore, asset: str, domain: str, fingerprint: str,
+                    parents: list[str], config: dict[str, Any], train: Callable[[Path], CheckpointResult]) -> tuple[Path, dict[str, Any]]:
+    """The checkpoint folder of ``fingerprint`` and its catalog metadata: reused when it exists,
+    else trained by ``train(folder)`` (a ``ValueError`` becomes a clear Dagster failure)."""
+    catalog = store.catalog()
+    folder = store.layer_dir(asset, domain) / fingerprint
+    previous = catalog.get(asset, domain, fingerprint)
+    if previous is not None and (folder / "README.md").is_file():
+        context.log.info(f"reusing {asset} {fingerprint}")
+        return folder, dict(previous.metadata)
+    try:
+        result = train(folder)
+    except ValueError as exc:
+        raise dg.Failure(f"{domain}/{asset}: {exc}") from exc
+    meta = {"losses": result.losses, "examples": result.examples, "dropped": len(result.dropped),
+            "base_model": result.base_model, "wall_s": result.wall_s, "config": result.config,
+            "method": result.method, "curves": result.curves}
+    catalog.record(ArtifactRecord(asset=asset, domain=domain, fingerprint=fingerprint, parents=parents, config=config,
+                                  row_counts={"examples": result.examples}, path=str(folder), metadata=meta))
+    return folder, meta
+
+
+def checkpoint_metadata(fingerprint: str, folder: Path, preset: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Dagster metadata of a checkpoint: identity, losses, the per-step curves (table, text charts,
+    PNG) and the model card."""
+    losses, curves = meta["losses"], meta.get("curves") or []
+    out: dict[str, Any] = {
+        "fingerprint": fingerprint,
+        "path": dg.MetadataValue.path(str(folder)),
+        "preset": preset,
+        "base_model": meta["base_model"],
+        "method": meta.get("method", "sft-warm-start"),
+        "examples": meta["examples"],
+        "dropped": meta["dropped"],
+        "first_loss": float(losses[0]) if losses else 0.0,
+        "last_loss": float(losses[-1]) if losses else 0.0,
+        "wall_s": float(meta["wall_s"]),
+        "model_card": dg.MetadataValue.md((folder / "README.md").read_text()),
+    }
+    if curves:
+        out["curves"] = records_table(curves, [("step", "int"), ("loss", "float"), ("reward", "float"), ("kl", "float"),
+                                               ("tool_call_rate", "float"), ("margin", "float")])
+    for key in ("loss", "reward", "kl", "tool_call_rate", "margin"):
+        values = [float(c[key]) for c in curves if c.get(key) is not None]
+        if values:
+            out[f"{key}_curve"] = dg.MetadataValue.md(_curve(values))
+            out[f"last_{key}"] = values[-1]
+    if (folder / "curves.png").is_file():
+        out["curves_png"] = dg.MetadataValue.path(str(folder / "curves.png"))
+    return out
 
 
 def checkpoints_asset(domain: str, train: TrainConfig) -> list:
@@ -125,40 +183,12 @@ def checkpoints_asset(domain: str, train: TrainConfig) -> list:
         rows = [r for r in read_certified(cert.path) if r["id"] in train_ids]
         fingerprint = chain_fingerprint([curr.fingerprint], f"{CHECKPOINT_VERSION}:{code_digest(training_pkg.__path__[0])}",
                                         train.resolved())
-        folder = store.layer_dir(CHECKPOINT, domain) / fingerprint
-        previous = catalog.get(CHECKPOINT, domain, fingerprint)
-        if previous is not None and (folder / "README.md").is_file():
-            meta = dict(previous.metadata)
-            context.log.info(f"reusing checkpoint {fingerprint}")
-        else:
-            try:
-                result = train_checkpoint(rows, snap.path, train, folder, data_fingerprint=curr.fingerprint,
-                                          domain=domain, cache_root=store.root)
-            except ValueError as exc:
-                raise dg.Failure(f"{domain}: {exc}") from exc
-            meta = {"losses": result.losses, "examples": result.examples, "dropped": len(result.dropped),
-                    "base_model": result.base_model, "wall_s": result.wall_s, "config": result.config}
-            catalog.record(ArtifactRecord(asset=CHECKPOINT, domain=domain, fingerprint=fingerprint,
-                                          parents=[curr.fingerprint], config=train.resolved(),
-                                          row_counts={"examples": result.examples}, path=str(folder), metadata=meta))
-        losses = meta["losses"]
-        return dg.MaterializeResult(
-            metadata={
-                "fingerprint": fingerprint,
-                "path": dg.MetadataValue.path(str(folder)),
-                "preset": train.preset,
-                "base_model": meta["base_model"],
-                "method": "sft-warm-start",
-                "examples": meta["examples"],
-                "teacher_dropped": meta["dropped"],
-                "first_loss": float(losses[0]) if losses else 0.0,
-                "last_loss": float(losses[-1]) if losses else 0.0,
-                "loss_curve": dg.MetadataValue.md(_curve(losses)),
-                "wall_s": float(meta["wall_s"]),
-                "model_card": dg.MetadataValue.md((folder / "README.md").read_text()),
-            },
-            data_version=dg.DataVersion(fingerprint),
-        )
+        folder, meta = _train_or_reuse(
+            context, store, CHECKPOINT, domain, fingerprint, [curr.fingerprint], train.resolved(),
+            lambda out: train_checkpoint(rows, snap.path, train, out, data_fingerprint=curr.fingerprint, domain=domain,
+                                         cache_root=store.root))
+        return dg.MaterializeResult(metadata=checkpoint_metadata(fingerprint, folder, train.preset, meta),
+                                    data_version=dg.DataVersion(fingerprint))
 
     return [_checkpoint]
 
@@ -176,12 +206,12 @@ def preference_pairs_asset(domain: str, train: TrainConfig) -> list:
 
     @dg.asset(
         key=key,
-        deps=[checkpoints_key(domain)],
+        deps=[stage_key(domain, DANCER_RL)],
         group_name=GROUP,
         code_version=PAIRS_VERSION,
         kinds={"parquet"},
         description=(f"GraphDancer preference pairs for {domain}: M = 8 trajectories per training question from the "
-                     "checkpoint, ranked by (EM, EH, VF, -L, -I, -N), best vs worst; uniform pools dropped."),
+                     "stage-1 (RL) checkpoint, ranked by (EM, EH, VF, -L, -I, -N), best vs worst; uniform pools dropped."),
         tags={"domain": domain, "layer": "training"},
     )
     def _pairs(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
@@ -189,9 +219,9 @@ def preference_pairs_asset(domain: str, train: TrainConfig) -> list:
         from components.training.preferences import PreferenceConfig, sample_preference_pairs
 
         catalog = store.catalog()
-        ckpt, curr, snap = (catalog.latest(a, domain) for a in (CHECKPOINT, ASSET, "graph_snapshot"))
+        ckpt, curr, snap = (catalog.latest(a, domain) for a in (DANCER_RL, ASSET, "graph_snapshot"))
         if ckpt is None or curr is None or snap is None:
-            raise dg.Failure(f"materialize {domain}/checkpoints first")
+            raise dg.Failure(f"materialize {domain}/{DANCER_RL} first")
         train_rows = training_items(read_parquet(curr.path))
         resolved = train.resolved()
         config = PreferenceConfig(max_questions=resolved["pair_questions"], max_new_tokens=resolved["pair_new_tokens"],
@@ -224,3 +254,119 @@ def preference_pairs_asset(domain: str, train: TrainConfig) -> list:
         )
 
     return [_pairs]
+
+
+GRAPHCERT, DANCER_RL, DANCER_DPO = "graphcert_grpo", "graphdancer_rl", "graphdancer_dpo"
+STAGE_VERSION = "stage-1"
+
+
+def stage_key(domain: str, stage: str) -> dg.AssetKey:
+    return dg.AssetKey([domain, stage])
+
+
+def _stage_inputs(store: ArtifactStore, domain: str, needs: Sequence[str]) -> dict[str, Any]:
+    catalog = store.catalog()
+    records = {a: catalog.latest(a, domain) for a in needs}
+    missing = [a for a, r in records.items() if r is None or not r.path]
+    if missing:
+        raise dg.Failure(f"materialize {', '.join(f'{domain}/{a}' for a in missing)} first")
+    return records
+
+
+def _stage_fingerprint(parents: Sequence[Any], stage: str, train: TrainConfig) -> str:
+    import components.training as training_pkg
+
+    return chain_fingerprint([p.fingerprint for p in parents],
+                             f"{STAGE_VERSION}:{stage}:{code_digest(training_pkg.__path__[0])}", train.resolved())
+
+
+def _certified_train_rows(cert: Any, curr: Any) -> list[dict[str, Any]]:
+    train_ids = {r["id"] for r in training_items(read_parquet(curr.path))}
+    return [r for r in read_certified(cert.path) if r["id"] in train_ids]
+
+
+def rl_stage_assets(domain: str, train: TrainConfig) -> list:
+    """``<domain>/graphcert_grpo`` and ``<domain>/graphdancer_rl`` (both from the warm start) and
+    ``<domain>/graphdancer_dpo`` (from stage 1, on the preference pairs)."""
+    from components.training import stages
+
+    common = dict(group_name=GROUP, code_version=STAGE_VERSION, kinds={"pytorch"},
+                  tags={"domain": domain, "layer": "training"})
+
+    @dg.asset(key=stage_key(domain, GRAPHCERT), deps=[checkpoints_key(domain)],
+              description=f"{domain}: GraphCert GRPO from the warm start — {stages.METHODS['graphcert-grpo']}", **common)
+    def _graphcert(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        rec = _stage_inputs(store, domain, [CHECKPOINT, ASSET, "certified_dataset", "graph_snapshot"])
+        ckpt, curr, snap = rec[CHECKPOINT], rec[ASSET], rec["graph_snapshot"]
+        rows = _certified_train_rows(rec["certified_dataset"], curr)
+        fingerprint = _stage_fingerprint([ckpt, curr], GRAPHCERT, train)
+        folder, meta = _train_or_reuse(
+            context, store, GRAPHCERT, domain, fingerprint, [ckpt.fingerprint, curr.fingerprint], train.resolved(),
+            lambda out: stages.graphcert_grpo(ckpt.path, rows, snap.path, train, out, data_fingerprint=curr.fingerprint,
+                                              domain=domain))
+        return dg.MaterializeResult(metadata=checkpoint_metadata(fingerprint, folder, train.preset, meta),
+                                    data_version=dg.DataVersion(fingerprint))
+
+    @dg.asset(key=stage_key(domain, DANCER_RL), deps=[checkpoints_key(domain)],
+              description=f"{domain}: GraphDancer stage 1 — {stages.METHODS['graphdancer-rl']}", **common)
+    def _dancer_rl(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        rec = _stage_inputs(store, domain, [CHECKPOINT, ASSET, "graph_snapshot"])
+        ckpt, curr, snap = rec[CHECKPOINT], rec[ASSET], rec["graph_snapshot"]
+        items = training_items(read_parquet(curr.path))
+        fingerprint = _stage_fingerprint([ckpt, curr], DANCER_RL, train)
+        folder, meta = _train_or_reuse(
+            context, store, DANCER_RL, domain, fingerprint, [ckpt.fingerprint, curr.fingerprint], train.resolved(),
+            lambda out: stages.graphdancer_rl(ckpt.path, items, snap.path, train, out, data_fingerprint=curr.fingerprint,
+                                              domain=domain))
+        return dg.MaterializeResult(metadata=checkpoint_metadata(fingerprint, folder, train.preset, meta),
+                                    data_version=dg.DataVersion(fingerprint))
+
+    @dg.asset(key=stage_key(domain, DANCER_DPO), deps=[preference_pairs_key(domain)], output_required=False,
+              description=(f"{domain}: GraphDancer stage 2 — {stages.METHODS['graphdancer-dpo']} Not materialized "
+                           "(the run says why) when the sampled pools gave no pair."), **common)
+    def _dancer_dpo(context: dg.AssetExecutionContext, store: ArtifactStore) -> Iterator[dg.MaterializeResult]:
+        rec = _stage_inputs(store, domain, [DANCER_RL, PAIRS, ASSET])
+        stage1, pairs_rec, curr = rec[DANCER_RL], rec[PAIRS], rec[ASSET]
+        pairs = read_parquet(pairs_rec.path)
+        if not pairs:
+            context.log.warning(f"{domain}/{DANCER_DPO} not materialized: 0 preference pairs "
+                                f"({pairs_rec.metadata.get('dropped')}) — the stage-1 policy's sampled pools were uniform")
+            return
+        levels = {str(r["id"]): r["level"] for r in read_parquet(curr.path)}
+        fingerprint = _stage_fingerprint([stage1, pairs_rec], DANCER_DPO, train)
+        folder, meta = _train_or_reuse(
+            context, store, DANCER_DPO, domain, fingerprint, [stage1.fingerprint, pairs_rec.fingerprint],
+            train.resolved(),
+            lambda out: stages.graphdancer_dpo(stage1.path, pairs, levels, train, out,
+                                               data_fingerprint=pairs_rec.fingerprint, domain=domain))
+        yield dg.MaterializeResult(metadata=checkpoint_metadata(fingerprint, folder, train.preset, meta),
+                                   data_version=dg.DataVersion(fingerprint))
+
+    return [_graphcert, _dancer_rl, _dancer_dpo]
+
+
+GRAIN = "grain_checkpoint"
+
+
+def grain_checkpoint_asset(train: TrainConfig) -> list:
+    """``grit/grain_checkpoint``: GRAIN (SFT then GRPO) on the GRIT-style tasks."""
+    from assets.generation import GRIT_PREFIX, grit_tasks_key
+    from components.evaluation.grit import from_row
+    from components.training import stages
+
+    @dg.asset(key=dg.AssetKey([GRIT_PREFIX, GRAIN]), deps=[grit_tasks_key()], group_name=GROUP,
+              code_version=STAGE_VERSION, kinds={"pytorch"}, tags={"layer": "training"},
+              description=f"GRAIN ({train.preset}) — {stages.METHODS['grain']}")
+    def _grain(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        tasks = store.catalog().latest("grit_tasks", GRIT_PREFIX)
+        if tasks is None or not tasks.path:
+            raise dg.Failure(f"materialize {GRIT_PREFIX}/tasks first")
+        items = [from_row(r) for r in read_parquet(tasks.path) if r["split"] == "train"]
+        fingerprint = _stage_fingerprint([tasks], GRAIN, train)
+        folder, meta = _train_or_reuse(
+            context, store, GRAIN, GRIT_PREFIX, fingerprint, [tasks.fingerprint], train.resolved(),
+            lambda out: stages.grain_stage(items, train, out, data_fingerprint=tasks.fingerprint, cache_root=store.root))
+        return dg.MaterializeResult(metadata=checkpoint_metadata(fingerprint, folder, train.preset, meta),
+                                    data_version=dg.DataVersion(fingerprint))
+
+    return [_grain]

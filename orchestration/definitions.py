@@ -6,11 +6,18 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.certification import certified_dataset_asset
-from assets.generation import qa_candidates_asset
+from assets.generation import GRIT_PREFIX, grit_tasks_asset, qa_candidates_asset
 from assets.graph import graph_snapshot_asset
-from assets.training import checkpoints_asset, curriculum_splits_asset, preference_pairs_asset
+from assets.training import (
+    checkpoints_asset,
+    curriculum_splits_asset,
+    grain_checkpoint_asset,
+    preference_pairs_asset,
+    rl_stage_assets,
+)
 from assets.resources import ArtifactStore, GraphBackendResource
 from components.store import data_root as default_data_root
+from components.training.checkpoint import TrainConfig
 from orchestration.domains import DomainConfig, default_domain, load_domains
 from orchestration.sensors import build_source_sensor, pipeline_job_name
 
@@ -25,13 +32,21 @@ def domain_assets(cfg: DomainConfig) -> list:
         *certified_dataset_asset(cfg.name, cfg.certify),
         *curriculum_splits_asset(cfg.name),
         *checkpoints_asset(cfg.name, cfg.train),
+        *rl_stage_assets(cfg.name, cfg.train),
         *preference_pairs_asset(cfg.name, cfg.train),
     ]
+
+
+def grit_assets(train: TrainConfig) -> list:
+    """The domain-independent GRIT-style tasks and the GRAIN checkpoint (the default domain's
+    training preset)."""
+    return [*grit_tasks_asset(), *grain_checkpoint_asset(train)]
 
 
 def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root: str | None = None) -> dg.Definitions:
     domains = load_domains() if domains is None else domains
     assets = [a for cfg in domains.values() for a in domain_assets(cfg)]
+    assets += grit_assets(domains[default_domain(domains)].train)
     jobs = [
         dg.define_asset_job(
             pipeline_job_name(name),
@@ -41,6 +56,9 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
         )
         for name in domains
     ]
+    jobs.append(dg.define_asset_job(pipeline_job_name(GRIT_PREFIX), selection=dg.AssetSelection.key_prefixes([GRIT_PREFIX]),
+                                    description="Materialize the GRIT-style tasks and the GRAIN checkpoint.",
+                                    tags={"domain": GRIT_PREFIX}))
     root = data_root or str(default_data_root())
     return dg.Definitions(
         # AssetChecksDefinition subclasses AssetsDefinition: test for checks first.

@@ -13,9 +13,8 @@ training split (:func:`~components.training.teacher.certified_teacher_records`: 
 program run for real in the Python + Cypher environment, then the answer; environment tokens
 masked) and writes a Hugging Face folder (``save_pretrained``) with a ``README.md`` model card:
 base model, method, data fingerprint, config, metrics (first / last loss, examples, teacher
-trajectories dropped), and ``training_log.json``. The RL stages (GRPO, GraphDancer's stage 1 and
-DPO stage 2, GRAIN) are library functions (:mod:`components.training.grpo`,
-:mod:`components.training.dpo`) not yet wired into this asset.
+trajectories dropped), and ``training_log.json``. The RL stages that continue from it (GraphCert
+GRPO, GraphDancer's stage 1 and DPO stage 2) and GRAIN are in :mod:`components.training.stages`.
 """
 
 from __future__ import annotations
@@ -27,15 +26,24 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["PRESETS", "TrainConfig", "CheckpointResult", "base_model_dir", "train_checkpoint"]
+__all__ = ["PRESETS", "TrainConfig", "CheckpointResult", "base_model_dir", "train_checkpoint", "write_checkpoint_files"]
 
+# Warm start (max_steps … max_examples), preference pairs (pair_*), the RL stages (rl_*: rollouts
+# per question = rl_generations, completions per step = rl_batch; dancer_steps for GraphDancer
+# stage 1), DPO (dpo_*) and GRAIN (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO).
 PRESETS: Final = {
     "cpu-tiny": {"max_steps": 8, "learning_rate": 1e-3, "batch_size": 4, "max_examples": 16, "pair_questions": 3,
-                 "pair_new_tokens": 48},
+                 "pair_new_tokens": 48, "rl_steps": 2, "dancer_steps": 2, "rl_questions": 8, "rl_generations": 2,
+                 "rl_batch": 4, "rl_new_tokens": 32, "rl_turns": 2, "rl_learning_rate": 1e-5, "dpo_steps": 2,
+                 "dpo_learning_rate": 1e-5, "grain_tasks": 16, "grain_sft_steps": 6, "grain_learning_rate": 1e-3},
     "cpu-demo": {"max_steps": 6, "learning_rate": 2e-5, "batch_size": 2, "max_examples": 12, "pair_questions": 2,
-                 "pair_new_tokens": 96},
+                 "pair_new_tokens": 96, "rl_steps": 2, "dancer_steps": 2, "rl_questions": 8, "rl_generations": 2,
+                 "rl_batch": 4, "rl_new_tokens": 64, "rl_turns": 2, "rl_learning_rate": 1e-6, "dpo_steps": 2,
+                 "dpo_learning_rate": 2e-7, "grain_tasks": 12, "grain_sft_steps": 6, "grain_learning_rate": 5e-5},
     "gpu": {"max_steps": 200, "learning_rate": 1e-5, "batch_size": 8, "max_examples": 2000, "pair_questions": 2000,
-            "pair_new_tokens": 512},
+            "pair_new_tokens": 512, "rl_steps": 400, "dancer_steps": 200, "rl_questions": 2000, "rl_generations": 8,
+            "rl_batch": 64, "rl_new_tokens": 512, "rl_turns": 6, "rl_learning_rate": 1e-6, "dpo_steps": 100,
+            "dpo_learning_rate": 2e-7, "grain_tasks": 2000, "grain_sft_steps": 200, "grain_learning_rate": 1e-5},
 }
 
 
@@ -80,6 +88,9 @@ class CheckpointResult:
     dropped: list[dict[str, Any]] = field(default_factory=list)
     wall_s: float = 0.0
     config: dict[str, Any] = field(default_factory=dict)
+    method: str = "sft-warm-start"
+    curves: list[dict[str, Any]] = field(default_factory=list)  # per step: loss, reward, kl, tool_call_rate …
+    notes: list[str] = field(default_factory=list)
 
 
 def base_model_dir(config: TrainConfig, cache_root: Path | str | None = None) -> Path:
@@ -94,24 +105,77 @@ def base_model_dir(config: TrainConfig, cache_root: Path | str | None = None) ->
     return Path(str(config.model_dir))
 
 
-def _model_card(result: CheckpointResult, data_fingerprint: str, domain: str) -> str:
+WARM_START_TEXT: Final = ("supervised warm-start (SFT, TRL 1.16 `SFTTrainer`) on teacher trajectories of the "
+                          "certified training split in the Python + Cypher environment; environment tokens masked "
+                          "out of the loss. No RL stage has run on this checkpoint.")
+
+
+def _fmt(value: Any) -> str:
+    return "–" if value is None else f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, method_text: str) -> str:
+    """The ``README.md`` of a checkpoint folder: base model, method, data fingerprint, config,
+    metrics and the per-step curves."""
     cfg = result.config
-    return f"""---
-library_name: transformers
-tags: [graphdojo, sft, tool-use, {domain}]
----
-# graphdojo {domain} warm-start ({cfg.get('preset')})
+    losses = result.losses
+    loss = f"{losses[0]:.4f} → {losses[-1]:.4f} over {len(losses)} logged steps" if losses else "no steps logged"
+    rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
+    lines = [
+        "---", "library_name: transformers", f"tags: [graphdojo, {result.method}, tool-use, {domain}]", "---",
+        f"# graphdojo {domain} — {result.method} ({cfg.get('preset')})", "",
+        f"- **Base model:** `{result.base_model}`",
+        f"- **Method:** {method_text}",
+        f"- **Data fingerprint:** `{data_fingerprint}` ({result.examples} examples; {len(result.dropped)} dropped)",
+        f"- **Config:** `{json.dumps(cfg, sort_keys=True, default=str)}`",
+        f"- **Metrics:** loss {loss}"
+        + (f"; mean reward {rewards[0]:.4f} → {rewards[-1]:.4f}" if rewards else "") + f"; {result.wall_s:.1f} s",
+        *[f"- **Note:** {n}" for n in result.notes],
+    ]
+    if result.curves:
+        cols = ["step", "loss", "reward", "kl", "tool_call_rate", "margin"]
+        lines += ["", "## Training curves", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(_fmt(c.get(k)) for k in cols) + " |" for c in result.curves]
+    lines += ["", "Trained with a small budget for small-model experiments; see the evaluation report before relying on it.", ""]
+    return "\n".join(lines)
 
-- **Base model:** `{result.base_model}`
-- **Method:** supervised warm-start (SFT, TRL 1.16 `SFTTrainer`) on teacher trajectories of the
-  certified training split in the Python + Cypher environment; environment tokens masked out of
-  the loss. No RL stage has run on this checkpoint.
-- **Data fingerprint:** `{data_fingerprint}` ({result.examples} trajectories; {len(result.dropped)} dropped)
-- **Config:** `{json.dumps(cfg, sort_keys=True)}`
-- **Metrics:** loss {result.losses[0] if result.losses else float('nan'):.4f} → {result.losses[-1] if result.losses else float('nan'):.4f} over {len(result.losses)} logged steps; {result.wall_s:.1f} s
 
-This checkpoint is a format warm-start for small-model experiments, not a capable solver.
-"""
+CURVE_KEYS: Final = ("loss", "reward", "kl", "tool_call_rate", "margin")
+
+
+def plot_curves(curves: Sequence[Mapping[str, Any]], path: Path) -> bool:
+    """A PNG with one panel per curve that has values (loss, reward, KL, tool-call rate, DPO
+    margin) against the step; ``False`` (nothing written) when there are none."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = {k: [(i + 1, c[k]) for i, c in enumerate(curves) if c.get(k) is not None] for k in CURVE_KEYS}
+    series = {k: v for k, v in series.items() if v}
+    if not series:
+        return False
+    fig, axes = plt.subplots(1, len(series), figsize=(3.2 * len(series), 2.6), squeeze=False)
+    for ax, (name, points) in zip(axes[0], series.items(), strict=True):
+        ax.plot([x for x, _ in points], [y for _, y in points], marker="o")
+        ax.set_title(name.replace("_", " "))
+        ax.set_xlabel("step")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def write_checkpoint_files(result: CheckpointResult, *, data_fingerprint: str, domain: str, method_text: str) -> None:
+    """``README.md`` (model card), ``training_log.json`` (losses, curves, dropped, config) and
+    ``curves.png`` next to the saved weights."""
+    out = Path(result.output_dir)
+    plot_curves(result.curves, out / "curves.png")
+    (out / "README.md").write_text(model_card(result, data_fingerprint=data_fingerprint, domain=domain,
+                                              method_text=method_text))
+    (out / "training_log.json").write_text(json.dumps({"method": result.method, "losses": result.losses,
+                                                       "curves": result.curves, "dropped": result.dropped,
+                                                       "config": result.config}, indent=2, default=str))
 
 
 def train_checkpoint(rows: Sequence[Mapping[str, Any]], db_location: str, config: TrainConfig, output_dir: str | Path,
@@ -120,9 +184,7 @@ def train_checkpoint(rows: Sequence[Mapping[str, Any]], db_location: str, config
     docstring. Raises ``ValueError`` when no teacher trajectory survives."""
     from transformers import AutoTokenizer
 
-    from components.cypher.query_path import ReadOnlyQueryPath
-    from components.graph import open_backend
-    from components.tools.episodes import PythonCypherEnvironment
+    from components.training._common import python_cypher_envs
     from components.training.sft import SFTRunConfig, run_sft, sft_example
     from components.training.teacher import certified_teacher_records
 
@@ -130,14 +192,8 @@ def train_checkpoint(rows: Sequence[Mapping[str, Any]], db_location: str, config
     resolved = config.resolved()
     base = base_model_dir(config, cache_root)
     tokenizer = AutoTokenizer.from_pretrained(base)
-    backend = open_backend(db_location)
-    try:
-        schema = backend.schema()
-        qp = ReadOnlyQueryPath(backend, schema=schema)
-        records, dropped = certified_teacher_records(
-            list(rows)[: resolved["max_examples"]], lambda: PythonCypherEnvironment(qp, schema, max_rounds=2), tokenizer)
-    finally:
-        backend.close()
+    with python_cypher_envs(db_location, max_rounds=2) as make_env:
+        records, dropped = certified_teacher_records(list(rows)[: resolved["max_examples"]], make_env, tokenizer)
     if not records:
         raise ValueError(f"no teacher trajectory ran cleanly ({len(dropped)} dropped)")
     examples = [sft_example(r.prompt_ids, r.completion_ids, r.loss_mask) for r in records]
@@ -145,9 +201,7 @@ def train_checkpoint(rows: Sequence[Mapping[str, Any]], db_location: str, config
         max_steps=resolved["max_steps"], learning_rate=resolved["learning_rate"], batch_size=resolved["batch_size"],
         max_length=4096, seed=config.seed, threads=config.threads))
     result = CheckpointResult(str(output_dir), str(base), sft.losses, len(examples), dropped,
-                              time.perf_counter() - t0, {**resolved, "method": "sft-warm-start"})
-    out = Path(output_dir)
-    (out / "README.md").write_text(_model_card(result, data_fingerprint, domain))
-    (out / "training_log.json").write_text(json.dumps({"losses": sft.losses, "dropped": dropped,
-                                                       "config": result.config}, indent=2, default=str))
+                              time.perf_counter() - t0, {**resolved, "method": "sft-warm-start"},
+                              curves=[{"step": i + 1, "loss": v} for i, v in enumerate(sft.losses)])
+    write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=WARM_START_TEXT)
     return result

@@ -44,6 +44,7 @@ class DPORunConfig:
     warmup_ratio: float = 0.05
     seed: int = 0
     threads: int | None = None
+    ordered: bool = False  # True: pairs are taken in the given order (a precomputed curriculum)
 
 
 def _collator(pad_token_id: int) -> Any:
@@ -92,7 +93,8 @@ def run_dpo(model_dir: str | Path, pairs: Sequence[dict[str, list[int]]], output
     args = DPOConfig(
         max_steps=config.max_steps, learning_rate=config.learning_rate, beta=config.beta,
         per_device_train_batch_size=config.batch_size, lr_scheduler_type="linear",
-        warmup_steps=max(0, round(config.warmup_ratio * config.max_steps)), **common_args(output_dir, config.seed),
+        warmup_steps=max(0, round(config.warmup_ratio * config.max_steps)),
+        train_sampling_strategy="sequential" if config.ordered else "random", **common_args(output_dir, config.seed),
     )
     trainer = MaskedDPOTrainer(model=model, ref_model=ref, args=args, train_dataset=Dataset.from_list([dict(p) for p in pairs]),
                                processing_class=tokenizer, data_collator=_collator(tokenizer.pad_token_id))

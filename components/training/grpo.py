@@ -31,7 +31,19 @@ from typing import Any
 from components.rollout.runner import RolloutConfig, RolloutRunner
 from components.tools.env import ToolEnvironment
 
-__all__ = ["GRPORunConfig", "MultiTurn", "TrainResult", "run_grpo"]
+__all__ = ["GRPORunConfig", "MultiTurn", "TrainResult", "rollout_summary", "run_grpo"]
+
+
+def rollout_summary(stats: Sequence[Any]) -> dict[str, float]:
+    """One generation step's rates over its trajectories: tool-call rate (≥ 1 valid call), valid
+    calls per trajectory, valid format, answered, loop-limit halts, mean rounds."""
+    n = max(1, len(stats))
+    return {"tool_call_rate": sum(s.valid_calls > 0 for s in stats) / n,
+            "valid_calls": sum(s.valid_calls for s in stats) / n,
+            "valid_format": sum(bool(s.valid_format) for s in stats) / n,
+            "answered": sum(bool(s.answered) for s in stats) / n,
+            "halted": sum(bool(s.halted) for s in stats) / n,
+            "rounds": sum(s.rounds for s in stats) / n}
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,7 @@ class GRPORunConfig:
     epsilon: float = 0.2  # clip
     seed: int = 0
     threads: int | None = None
+    shuffle: bool = True  # False: prompts are taken in dataset order (a precomputed curriculum)
 
     def __post_init__(self) -> None:
         if self.batch_size % self.num_generations:
@@ -62,6 +75,7 @@ class TrainResult:
     rewards: list[float] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
+    rollouts: list[dict[str, float]] = field(default_factory=list)  # per generation step (multi-turn)
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,7 @@ class MultiTurn:
 
     make_env: Callable[[], ToolEnvironment]
     rollout: RolloutConfig = RolloutConfig(max_turns=4, max_new_tokens=48)
+    history: list[dict[str, float]] = field(default_factory=list, compare=False)
 
     def rollout_func(self) -> Callable[[Sequence[Any], Any], dict[str, Any]]:
         """TRL 1.16 hands ``rollout_func`` each prompt already repeated ``num_generations`` times
@@ -84,6 +99,7 @@ class MultiTurn:
             rows = [{"question": p if isinstance(p, str) else str(p[-1]["content"])} for p in prompts]
             records = RolloutRunner(backend, self.make_env, self.rollout).run(rows, n=1)
             stats = [r.stats for r in records]
+            self.history.append(rollout_summary(stats))
             return {
                 "prompt_ids": [r.prompt_ids for r in records],
                 "completion_ids": [r.completion_ids for r in records],
@@ -118,7 +134,7 @@ def run_grpo(model_dir: str | Path, rows: Sequence[dict[str, Any]], reward_funcs
         max_steps=config.max_steps, learning_rate=config.learning_rate,
         per_device_train_batch_size=config.batch_size, num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
-        epsilon=config.epsilon, **common_args(output_dir, config.seed),
+        epsilon=config.epsilon, shuffle_dataset=config.shuffle, **common_args(output_dir, config.seed),
     )
     trainer = GRPOTrainer(
         model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=Dataset.from_list([dict(r) for r in rows]),
@@ -129,5 +145,6 @@ def run_grpo(model_dir: str | Path, rows: Sequence[dict[str, Any]], reward_funcs
     return TrainResult(
         str(output_dir), int(trainer.state.global_step),
         [float(h["loss"]) for h in log if "loss" in h], [float(h["reward"]) for h in log if "reward" in h],
-        log, asdict(config),
+        log, asdict(config) | ({} if multi_turn is None else {"rollout": asdict(multi_turn.rollout)}),
+        [] if multi_turn is None else list(multi_turn.history),
     )

@@ -37,25 +37,18 @@ def sample_preference_pairs(checkpoint_dir: str, rows: Sequence[Mapping[str, Any
                             config: PreferenceConfig = PreferenceConfig()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``(pairs, report)`` for up to ``max_questions`` rows (``question``, ``answer``,
     ``answer_type``, ``id``); the report counts questions, pairs and drops by reason."""
-    from components.cypher.query_path import ReadOnlyQueryPath
-    from components.graph import open_backend
     from components.llm.transformers_backend import TransformersBackend
-    from components.tools.episodes import PythonCypherEnvironment
+    from components.training._common import python_cypher_envs
 
     rows = list(rows)[: config.max_questions]
     llm = TransformersBackend(checkpoint_dir, threads=config.threads)
-    backend = open_backend(db_location)
+    rollout = RolloutConfig(max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
+                            temperature=config.temperature, top_p=config.top_p, seed=config.seed, stops=CODE_STOPS)
+    episode_rows = [{"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows]
     try:
-        schema = backend.schema()
-        qp = ReadOnlyQueryPath(backend, schema=schema)
-        runner = RolloutRunner(llm, lambda: PythonCypherEnvironment(qp, schema, max_rounds=config.max_turns - 1),
-                               RolloutConfig(max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
-                                             temperature=config.temperature, top_p=config.top_p, seed=config.seed,
-                                             stops=CODE_STOPS))
-        episode_rows = [{"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows]
-        records = runner.run(episode_rows, n=config.samples) if episode_rows else []
+        with python_cypher_envs(db_location, max_rounds=config.max_turns - 1) as make_env:
+            records = RolloutRunner(llm, make_env, rollout).run(episode_rows, n=config.samples) if episode_rows else []
     finally:
-        backend.close()
         llm.close()
     pairs: list[dict[str, Any]] = []
     dropped: Counter[str] = Counter()

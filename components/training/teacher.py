@@ -21,20 +21,20 @@ from components.llm.base import Generation, SamplingParams
 from components.rollout.runner import CODE_STOPS, RolloutConfig, RolloutRecord, RolloutRunner
 from components.tools.env import ToolEnvironment
 
-__all__ = ["TeacherBackend", "certified_teacher_records", "teacher_steps"]
+__all__ = ["TeacherBackend", "certified_teacher_records", "grain_teacher_steps", "teacher_records", "teacher_steps"]
 
 
 class TeacherBackend:
     """Emits fixed step texts (one per call), tokenised by the real tokenizer."""
 
-    def __init__(self, tokenizer: Any, steps: Sequence[str]) -> None:
-        self.tokenizer, self.steps = tokenizer, list(steps)
+    def __init__(self, tokenizer: Any, steps: Sequence[str], stops: Sequence[str] = CODE_STOPS) -> None:
+        self.tokenizer, self.steps, self.stops = tokenizer, list(steps), tuple(stops)
 
     def generate_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[list[Generation]]:
         out = []
         for p in prompts:
             text = self.steps.pop(0) if self.steps else ""
-            stop = next((s for s in CODE_STOPS if text.endswith(s)), None)
+            stop = next((s for s in self.stops if text.endswith(s)), None)
             ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
             if not ids:
                 ids = [self.tokenizer.eos_token_id]
@@ -48,22 +48,35 @@ def teacher_steps(row: Mapping[str, Any]) -> list[str]:
     return [f"```python\n{row['final_program'].rstrip()}\n```", f"<answer>{row['answer']}</answer>"]
 
 
-def certified_teacher_records(rows: Sequence[Mapping[str, Any]], make_env: Callable[[], ToolEnvironment],
-                              tokenizer: Any, *, system_prompt: str | None = None) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
-    """``(records, dropped)``: one teacher trajectory per row that answers correctly in the
-    environment; ``dropped`` lists the others with why."""
+def grain_teacher_steps(item: Mapping[str, Any]) -> list[str]:
+    """The two steps of a GRIT item: its gold graph IR, then its answer."""
+    return [f"<graph>{json.dumps(item['gold_ir'], ensure_ascii=False)}</graph>", f"<answer>{item['answer']}</answer>"]
+
+
+def teacher_records(rows: Sequence[Mapping[str, Any]], steps_of: Callable[[Mapping[str, Any]], list[str]],
+                    make_env: Callable[[], ToolEnvironment], tokenizer: Any, *, stops: Sequence[str] = CODE_STOPS,
+                    system_prompt: str | None = None) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
+    """``(records, dropped)``: one teacher trajectory per row — the steps ``steps_of(row)`` played
+    through a fresh environment — kept when it made exactly one valid call and answered in a valid
+    format; ``dropped`` lists the others with why."""
     records, dropped = [], []
     config = RolloutConfig(max_turns=2, max_new_tokens=4096, max_total_tokens=1 << 20, system_prompt=system_prompt,
-                           stops=CODE_STOPS)
+                           stops=tuple(stops))
     for row in rows:
         episode_row = {"question": row["question"], "answer": row["answer"], "answer_type": row.get("answer_type")}
-        runner = RolloutRunner(TeacherBackend(tokenizer, teacher_steps(row)), make_env, config)
+        runner = RolloutRunner(TeacherBackend(tokenizer, steps_of(row), stops), make_env, config)
         (rec,) = runner.run([episode_row])
         s = rec.stats
         if not (s.answered and s.valid_format and s.valid_calls == 1):
-            dropped.append({"id": row.get("id"), "reason": "the program did not run cleanly in the environment",
+            dropped.append({"id": row.get("id"), "reason": "the teacher's call did not run cleanly in the environment",
                             "trace": json.dumps(rec.trace, default=str)[:2000]})
             continue
         rec.row = {**episode_row, "id": row.get("id")}
         records.append(rec)
     return records, dropped
+
+
+def certified_teacher_records(rows: Sequence[Mapping[str, Any]], make_env: Callable[[], ToolEnvironment],
+                              tokenizer: Any, *, system_prompt: str | None = None) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
+    """Teacher trajectories of certified rows in the Python + Cypher environment (module docstring)."""
+    return teacher_records(rows, teacher_steps, make_env, tokenizer, stops=CODE_STOPS, system_prompt=system_prompt)

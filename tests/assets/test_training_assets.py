@@ -1,5 +1,6 @@
 """The training layer end to end on the real graph, sandbox and a real tiny model (cpu-tiny):
-curriculum splits, then a warm-start checkpoint with its model card."""
+curriculum splits, a warm-start checkpoint with its model card, the RL stages from it, the
+preference pairs, and GRAIN on the GRIT-style tasks."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from assets.certification import certified_dataset_asset
-from assets.generation import qa_candidates_asset
+from assets.generation import grit_tasks_asset, qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from assets.resources import ArtifactStore, GraphBackendResource
-from assets.training import checkpoints_asset, curriculum_splits_asset, preference_pairs_asset
+from assets.training import (
+    checkpoints_asset,
+    curriculum_splits_asset,
+    grain_checkpoint_asset,
+    preference_pairs_asset,
+    rl_stage_assets,
+)
+from components.evaluation.grit import GritConfig
 from components.certify.dataset import CertifyConfig
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig
@@ -23,18 +31,23 @@ from components.training.checkpoint import TrainConfig
 SOURCE = SourceSpec("generator", "biomedical", {"seed": 3, "scale": 200})
 
 
+def _materialized(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
+    return {e.asset_key.path[-1]: e.event_specific_data.materialization.metadata
+            for e in result.get_asset_materialization_events()}
+
+
 def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
+    train = TrainConfig(preset="cpu-tiny", max_steps=6, threads=1)
     defs = [*graph_snapshot_asset("bio", SOURCE), *qa_candidates_asset("bio", QuizConfig(template_n=16, llm_n=0, seed=2)),
             *certified_dataset_asset("bio", CertifyConfig(fault_sample=0)), *curriculum_splits_asset("bio"),
-            *checkpoints_asset("bio", TrainConfig(preset="cpu-tiny", max_steps=6, threads=1)),
-            *preference_pairs_asset("bio", TrainConfig(preset="cpu-tiny", max_steps=6, threads=1))]
+            *checkpoints_asset("bio", train), *rl_stage_assets("bio", train), *preference_pairs_asset("bio", train),
+            *grit_tasks_asset(GritConfig(train=8, test=4, ood=4)), *grain_checkpoint_asset(train)]
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)),
                                                  "graph": GraphBackendResource()}, instance=instance)
     assert result.success
-    (mat,) = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()
-              if e.asset_key.path[-1] == "checkpoints"]
-    meta = mat.metadata
+    materialized = _materialized(result)
+    meta = materialized["checkpoints"]
     folder = Path(meta["path"].value)
     assert meta["examples"].value > 0 and meta["last_loss"].value < meta["first_loss"].value
     assert (folder / "config.json").is_file() and (folder / "README.md").is_file()
@@ -43,13 +56,31 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     log = json.loads((folder / "training_log.json").read_text())
     assert len(log["losses"]) == 6
     AutoModelForCausalLM.from_pretrained(folder)  # a loadable Hugging Face folder
-    assert "step   1" in meta["loss_curve"].value
-    (pm,) = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()
-             if e.asset_key.path[-1] == "preference_pairs"]
-    pairs = pm.metadata
-    # a random tiny model never answers: every pool is uniformly failed, so no pair is kept
+    assert "step   1" in meta["loss_curve"].value and meta["method"].value == "sft-warm-start"
+    pairs = materialized["preference_pairs"]
+    # a random tiny model never answers: every pool is uniformly failed, so no pair is kept …
     assert pairs["questions"].value == 3 and pairs["trajectories"].value == 24 and pairs["pairs"].value == 0
     assert {r.data["reason"]: r.data["count"] for r in pairs["dropped"].value.records} == {"uniformly_failed": 3}
+    # … and stage 2 (DPO) is not materialized rather than trained on nothing; the run still succeeds
+    assert "graphdancer_dpo" not in materialized
+
+    for stage, method in (("graphcert_grpo", "graphcert-grpo"), ("graphdancer_rl", "graphdancer-rl"),
+                          ("grain_checkpoint", "grain")):
+        m = materialized[stage]
+        folder = Path(m["path"].value)
+        assert m["method"].value == method and (folder / "config.json").is_file() and (folder / "curves.png").is_file()
+        card = (folder / "README.md").read_text()
+        assert "## Training curves" in card and method in card
+        steps = [r.data for r in m["curves"].value.records]
+        rl_steps = [r for r in steps if r["reward"] is not None]
+        assert len(rl_steps) == 2  # the preset's two RL steps, each with its reward, KL and tool-call rate
+        assert all(r["kl"] is not None and 0.0 <= r["tool_call_rate"] <= 1.0 for r in rl_steps)
+        assert "reward_curve" in m and "kl_curve" in m and "tool_call_rate_curve" in m
+        AutoModelForCausalLM.from_pretrained(folder)
+    assert "no PPO trainer" in (Path(materialized["graphdancer_rl"]["path"].value) / "README.md").read_text()
+    grain_steps = [r.data for r in materialized["grain_checkpoint"]["curves"].value.records]
+    assert len(grain_steps) == 6 + 2  # SFT steps (preset grain_sft_steps), then the GRPO steps
+    assert materialized["tasks"]["items"].value == 16
 
 
 def test_train_config_validation() -> None:

@@ -1,0 +1,224 @@
+"""The RL stages of a domain's solver (SPEC §7), each a function of the domain's
+:class:`~components.training.checkpoint.TrainConfig` that writes a Hugging Face folder with a
+model card, ``training_log.json`` and per-step curves (loss, reward, KL, tool-call rate).
+
+* :func:`graphcert_grpo` — **GraphCert**: multi-turn GRPO from the warm-start checkpoint in the
+  Python + Cypher sandbox with the ``graphcert`` reward (answer F1 + 0.1·(1 − a)·S_evidence of the
+  marked queries against the certified evidence); environment tokens masked.
+* :func:`graphdancer_rl` — **GraphDancer stage 1**: TRL 1.16 has no PPO trainer, so stage 1 is
+  GRPO (group-normalised advantages instead of a critic) with the ``graphdancer`` reward; the
+  prompts follow the curriculum sampler ``p(t, k)``: step t's questions are drawn by level from
+  the training split (:func:`curriculum_order`) and fed in that order (no shuffling).
+* :func:`graphdancer_dpo` — **GraphDancer stage 2**: masked DPO from the stage-1 checkpoint
+  (the frozen reference) on the preference pairs, pairs ordered by the same curriculum.
+* :func:`grain_stage` — **GRAIN**: SFT on teacher trajectories (the gold graph IR, the solver's
+  reply, the answer) of GRIT-style tasks under isomorphism-preserving renaming, then multi-turn
+  GRPO in the graph-IR environment with the ``grain`` reward.
+
+GraphCert and GraphDancer both run in the Python + Cypher environment here: the warm start they
+start from learned its format from certified Cypher programs (GraphDancer's own tool is the
+Graph-CoT function API; a Graph-CoT warm start needs teacher trajectories in that API, which the
+certified data does not hold). The model cards say so.
+
+Budgets come from the preset (``rl_*``, ``dpo_*``, ``grain_*`` keys of
+:data:`~components.training.checkpoint.PRESETS`): seconds-long on ``cpu-tiny``, a handful of steps
+on ``cpu-demo``, SPEC §7's reference budgets on ``gpu``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from components.curriculum.sampler import LEVELS, CurriculumSampler
+from components.training.checkpoint import CheckpointResult, TrainConfig, base_model_dir, write_checkpoint_files
+
+__all__ = ["METHODS", "curriculum_order", "curves", "graphcert_grpo", "graphdancer_dpo", "graphdancer_rl",
+           "grain_stage"]
+
+METHODS: Final = {
+    "graphcert-grpo": "GraphCert: multi-turn GRPO (TRL 1.16 `GRPOTrainer`, `rollout_func`) in the Python + Cypher "
+                      "sandbox with the graphcert reward R = a + 0.1·(1 − a)·e; environment tokens masked.",
+    "graphdancer-rl": "GraphDancer stage 1: GRPO with the graphdancer reward — TRL 1.16 has no PPO trainer, so the "
+                      "source's PPO (critic, value clip) is replaced by group-normalised advantages — over prompts "
+                      "drawn by the easy-to-hard curriculum sampler p(t, k); Python + Cypher environment (the "
+                      "source uses the Graph-CoT function API; this checkpoint continues a Cypher warm start).",
+    "graphdancer-dpo": "GraphDancer stage 2: masked DPO (TRL 1.16 `DPOTrainer`, environment tokens excluded from "
+                       "the sequence log-probabilities) from the stage-1 checkpoint, which is also the frozen "
+                       "reference, on best-vs-worst preference pairs ordered by the same curriculum.",
+    "grain": "GRAIN: SFT on teacher trajectories (gold graph IR → solver reply → answer) of GRIT-style tasks under "
+             "isomorphism-preserving renaming, then multi-turn GRPO in the graph-IR environment with the grain "
+             "reward 0.5·correct + 0.4·structure + 0.1·format.",
+}
+
+
+def curves(log: Sequence[Mapping[str, Any]], rollouts: Sequence[Mapping[str, float]] = ()) -> list[dict[str, Any]]:
+    """Per-step curves from a TRL log history (one entry per optimizer step) and, for multi-turn
+    runs, the rollout summaries of the same steps: ``loss``, ``reward``, ``kl``, ``tool_call_rate``
+    (``None`` where a run has no such quantity) and DPO's ``margin``."""
+    steps = [h for h in log if "loss" in h]
+    out = []
+    for i, h in enumerate(steps):
+        roll = rollouts[i] if i < len(rollouts) else {}
+        out.append({"step": int(h.get("step", i + 1)),
+                    "loss": float(h["loss"]),
+                    "reward": float(h["reward"]) if "reward" in h else None,
+                    "kl": float(h["kl"]) if "kl" in h else None,
+                    "tool_call_rate": roll.get("tool_call_rate"),
+                    "valid_format": roll.get("valid_format"),
+                    "margin": float(h["rewards/margins"]) if "rewards/margins" in h else None})
+    return out
+
+
+def curriculum_order(items: Sequence[Mapping[str, Any]], steps: int, per_step: int, *, seed: int = 0) -> list[Mapping[str, Any]]:
+    """``steps × per_step`` items in the curriculum's order: at step t a level is drawn by
+    ``p(t, k)`` (levels without items get no mass), then an item of it uniformly (SPEC §6). OOD
+    items are never drawn. Raises ``ValueError`` when no item is trainable."""
+    by_level: dict[str, list[int]] = {lv: [] for lv in LEVELS}
+    for i, it in enumerate(items):
+        if not it.get("ood") and it.get("level") in by_level:
+            by_level[str(it["level"])].append(i)
+    sampler = CurriculumSampler(by_level, total_steps=max(1, steps), seed=seed)
+    return [items[i] for _ in range(steps) for _level, i in sampler.sample(per_step)]
+
+
+def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuffle: bool = True) -> Any:
+    from components.training.grpo import GRPORunConfig
+
+    return GRPORunConfig(max_steps=steps, learning_rate=r["rl_learning_rate"], batch_size=r["rl_batch"],
+                         num_generations=r["rl_generations"], max_completion_length=r["rl_turns"] * r["rl_new_tokens"] + 1024,
+                         temperature=1.0, beta=1e-4, epsilon=0.2, seed=config.seed, threads=config.threads,
+                         shuffle=shuffle)
+
+
+def _rollout(r: Mapping[str, Any], config: TrainConfig, stops: Sequence[str], system_prompt: str | None = None) -> Any:
+    from components.rollout.runner import RolloutConfig
+
+    return RolloutConfig(max_turns=r["rl_turns"], max_new_tokens=r["rl_new_tokens"], temperature=1.0, seed=config.seed,
+                         stops=tuple(stops), system_prompt=system_prompt)
+
+
+def _finish(method: str, base: str | Path, train: Any, output_dir: str | Path, config: TrainConfig, extra: Mapping[str, Any],
+            t0: float, *, data_fingerprint: str, domain: str, examples: int, notes: Sequence[str] = ()) -> CheckpointResult:
+    result = CheckpointResult(str(output_dir), str(base), list(train.losses), examples, [], time.perf_counter() - t0,
+                              {**config.resolved(), **extra, "method": method}, method=method,
+                              curves=curves(train.log, getattr(train, "rollouts", ())), notes=list(notes))
+    write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=METHODS[method])
+    return result
+
+
+def _certified_prompts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{"prompt": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type"),
+             "evidence_json": r.get("evidence_json")} for r in rows]
+
+
+def graphcert_grpo(start_dir: str | Path, rows: Sequence[Mapping[str, Any]], db_location: str, config: TrainConfig,
+                   output_dir: str | Path, *, data_fingerprint: str, domain: str) -> CheckpointResult:
+    """GraphCert GRPO from ``start_dir`` (the warm start) on certified training rows (``question``,
+    ``answer``, ``answer_type``, ``evidence_json``)."""
+    from components.rollout.runner import CODE_STOPS
+    from components.rubric.rewards import graphcert_reward
+    from components.training._common import python_cypher_envs
+    from components.training.grpo import MultiTurn, run_grpo
+
+    t0, r = time.perf_counter(), config.resolved()
+    data = _certified_prompts(list(rows)[: r["rl_questions"]])
+    if not data:
+        raise ValueError("no training rows for GraphCert GRPO")
+    with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
+        mt = MultiTurn(make_env, _rollout(r, config, CODE_STOPS))
+        train = run_grpo(start_dir, data, [graphcert_reward], output_dir, _grpo_config(r, config, steps=r["rl_steps"]),
+                         multi_turn=mt)
+    return _finish("graphcert-grpo", start_dir, train, output_dir, config, {"questions": len(data)}, t0,
+                   data_fingerprint=data_fingerprint, domain=domain, examples=len(data))
+
+
+def graphdancer_rl(start_dir: str | Path, items: Sequence[Mapping[str, Any]], db_location: str, config: TrainConfig,
+                   output_dir: str | Path, *, data_fingerprint: str, domain: str) -> CheckpointResult:
+    """GraphDancer stage 1 from ``start_dir`` on curriculum rows of the training split (``level``,
+    ``question``, ``answer``…), prompts in curriculum order."""
+    from components.rollout.runner import CODE_STOPS
+    from components.rubric.rewards import graphdancer_reward
+    from components.training._common import python_cypher_envs
+    from components.training.grpo import MultiTurn, run_grpo
+
+    t0, r = time.perf_counter(), config.resolved()
+    steps, per_step = r["dancer_steps"], r["rl_batch"] // r["rl_generations"]
+    ordered = curriculum_order(list(items)[: r["rl_questions"]], steps, per_step, seed=config.seed)
+    levels = {lv: sum(1 for it in ordered if it.get("level") == lv) for lv in LEVELS}
+    with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
+        mt = MultiTurn(make_env, _rollout(r, config, CODE_STOPS))
+        train = run_grpo(start_dir, _certified_prompts(ordered), [graphdancer_reward], output_dir,
+                         _grpo_config(r, config, steps=steps, shuffle=False), multi_turn=mt)
+    return _finish("graphdancer-rl", start_dir, train, output_dir, config, {"curriculum_levels_drawn": levels}, t0,
+                   data_fingerprint=data_fingerprint, domain=domain, examples=len(ordered),
+                   notes=["TRL 1.16 has no PPO trainer: stage 1 is GRPO (no critic, no value clip)."])
+
+
+def graphdancer_dpo(stage1_dir: str | Path, pairs: Sequence[Mapping[str, Any]], levels: Mapping[str, str],
+                    config: TrainConfig, output_dir: str | Path, *, data_fingerprint: str, domain: str) -> CheckpointResult:
+    """GraphDancer stage 2 from ``stage1_dir`` on preference pairs (``id``, ``prompt_ids``,
+    ``chosen_ids``/``chosen_mask``, ``rejected_ids``/``rejected_mask``); ``levels`` maps item id →
+    curriculum level. Raises ``ValueError`` without pairs."""
+    from components.training.dpo import DPORunConfig, preference_example, run_dpo
+
+    if not pairs:
+        raise ValueError("no preference pairs: every sampled pool was uniform (nothing to prefer)")
+    t0, r = time.perf_counter(), config.resolved()
+    batch = min(r["rl_batch"], len(pairs))
+    tagged = [{**p, "level": levels.get(str(p.get("id")), "easy")} for p in pairs]
+    ordered = curriculum_order(tagged, r["dpo_steps"], batch, seed=config.seed)
+    examples = [preference_example(p["prompt_ids"], (p["chosen_ids"], p["chosen_mask"]),
+                                   (p["rejected_ids"], p["rejected_mask"])) for p in ordered]
+    train = run_dpo(stage1_dir, examples, output_dir, DPORunConfig(
+        max_steps=r["dpo_steps"], learning_rate=r["dpo_learning_rate"], beta=0.1, batch_size=batch, seed=config.seed,
+        threads=config.threads, ordered=True))
+    return _finish("graphdancer-dpo", stage1_dir, train, output_dir, config, {"pairs": len(pairs)}, t0,
+                   data_fingerprint=data_fingerprint, domain=domain, examples=len(pairs),
+                   notes=["Reference model: the frozen stage-1 checkpoint."])
+
+
+def grain_stage(items: Sequence[Mapping[str, Any]], config: TrainConfig, output_dir: str | Path, *,
+                data_fingerprint: str, cache_root: Path | str | None = None) -> CheckpointResult:
+    """GRAIN from the preset's base model: SFT on teacher trajectories of ``items`` (GRIT-style
+    :class:`~components.evaluation.grit.GritItem` dicts), then GRPO with the grain reward; both
+    phases' curves are in the result (SFT steps first)."""
+    from transformers import AutoTokenizer
+
+    from components.evaluation.grit import GRAIN_SYSTEM_PROMPT
+    from components.rollout.runner import STOPS
+    from components.rubric.rewards import grain_reward
+    from components.tools.episodes import GraphIREnvironment
+    from components.training.grpo import MultiTurn, run_grpo
+    from components.training.sft import SFTRunConfig, run_sft, sft_example
+    from components.training.teacher import grain_teacher_steps, teacher_records
+
+    t0, r = time.perf_counter(), config.resolved()
+    items = list(items)[: r["grain_tasks"]]
+    base = base_model_dir(config, cache_root)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    make_env = lambda: GraphIREnvironment(max_rounds=max(1, r["rl_turns"] - 1))  # noqa: E731
+    records, dropped = teacher_records(items, grain_teacher_steps, make_env, tokenizer, stops=STOPS,
+                                       system_prompt=GRAIN_SYSTEM_PROMPT)
+    if not records:
+        raise ValueError(f"no GRAIN teacher trajectory ran cleanly ({len(dropped)} dropped)")
+    out = Path(output_dir)
+    warm = out.parent / f".{out.name}.sft"  # the SFT phase's model; removed once GRPO has saved
+    sft = run_sft(base, [sft_example(x.prompt_ids, x.completion_ids, x.loss_mask) for x in records], warm,
+                  SFTRunConfig(max_steps=r["grain_sft_steps"], learning_rate=r["grain_learning_rate"],
+                               batch_size=r["batch_size"], max_length=4096, seed=config.seed, threads=config.threads))
+    data = [{"prompt": it["question"], "answer": it["answer"], "answer_type": it.get("answer_type"),
+             "gold_ir": it["gold_ir"]} for it in items]
+    mt = MultiTurn(make_env, _rollout(r, config, STOPS, GRAIN_SYSTEM_PROMPT))
+    train = run_grpo(warm, data, [grain_reward], out, _grpo_config(r, config, steps=r["rl_steps"]), multi_turn=mt)
+    shutil.rmtree(warm, ignore_errors=True)
+    sft_curve = [{"step": i + 1, "loss": loss, "reward": None, "kl": None, "tool_call_rate": None, "valid_format": None,
+                  "margin": None, "phase": "sft"} for i, loss in enumerate(sft.losses)]
+    result = CheckpointResult(str(out), str(base), list(sft.losses) + list(train.losses), len(records), dropped,
+                              time.perf_counter() - t0, {**r, "method": "grain", "tasks": len(items)}, method="grain",
+                              curves=sft_curve + [{**c, "phase": "grpo"} for c in curves(train.log, train.rollouts)])
+    write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain="grit", method_text=METHODS["grain"])
+    return result
