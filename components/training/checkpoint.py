@@ -36,7 +36,7 @@ PRESETS: Final = {
                  "pair_new_tokens": 48, "rl_steps": 2, "dancer_steps": 2, "rl_questions": 8, "rl_generations": 2,
                  "rl_batch": 4, "rl_new_tokens": 32, "rl_turns": 2, "rl_learning_rate": 1e-5, "dpo_steps": 2,
                  "dpo_learning_rate": 1e-5, "grain_tasks": 16, "grain_sft_steps": 6, "grain_learning_rate": 1e-3},
-    "cpu-demo": {"max_steps": 6, "learning_rate": 2e-5, "batch_size": 2, "max_examples": 12, "pair_questions": 2,
+    "cpu-demo": {"max_steps": 16, "learning_rate": 1e-4, "batch_size": 2, "max_examples": 12, "pair_questions": 3,
                  "pair_new_tokens": 96, "rl_steps": 2, "dancer_steps": 2, "rl_questions": 8, "rl_generations": 2,
                  "rl_batch": 4, "rl_new_tokens": 64, "rl_turns": 2, "rl_learning_rate": 1e-6, "dpo_steps": 2,
                  "dpo_learning_rate": 2e-7, "grain_tasks": 12, "grain_sft_steps": 6, "grain_learning_rate": 5e-5},

@@ -84,7 +84,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
 
 
 def test_train_config_validation() -> None:
-    assert TrainConfig.from_dict({"preset": "cpu-demo"}).resolved()["max_steps"] == 6
+    assert TrainConfig.from_dict({"preset": "cpu-demo"}).resolved()["max_steps"] == 16
     assert TrainConfig.from_dict({"preset": "cpu-tiny", "max_steps": 3}).resolved()["max_steps"] == 3
     with pytest.raises(ValueError, match="preset"):
         TrainConfig.from_dict({"preset": "tpu"})

@@ -1,0 +1,94 @@
+"""The RL stages' own logic on real parts: the curriculum order of GraphDancer's prompts and pairs,
+the DPO stage on a real tiny model (pairs taken in curriculum order, margin and curves recorded),
+the curves read from TRL's log, and GRAIN's teacher trajectories through the real graph-IR
+environment."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from components.curriculum.sampler import level_probabilities
+from components.training.checkpoint import TrainConfig
+from components.training.stages import curriculum_order, curves, graphdancer_dpo
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from components.llm.models import tiny_random_model
+
+    return tiny_random_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+def _items() -> list[dict]:
+    return ([{"id": f"e{i}", "level": "easy"} for i in range(20)] + [{"id": f"m{i}", "level": "medium"} for i in range(20)]
+            + [{"id": f"h{i}", "level": "hard"} for i in range(20)] + [{"id": "ood", "level": "easy", "ood": True}])
+
+
+def test_curriculum_order_follows_the_sampler() -> None:
+    steps, per_step = 10, 400
+    ordered = curriculum_order(_items(), steps, per_step, seed=1)
+    assert len(ordered) == steps * per_step and all(not it.get("ood") for it in ordered)
+    first = Counter(it["level"] for it in ordered[:per_step])
+    last = Counter(it["level"] for it in ordered[-per_step:])
+    p0, p_end = level_probabilities(0, steps), level_probabilities(steps - 1, steps)
+    # step 0 draws levels by p(0, ·), the last step by p(T − 1, ·) (binomial 4-sigma bands)
+    for counts, p in ((first, p0), (last, p_end)):
+        for level, prob in zip(("easy", "medium", "hard"), p, strict=True):
+            sigma = (per_step * prob * (1 - prob)) ** 0.5
+            assert abs(counts[level] - per_step * prob) <= 4 * sigma + 1, (level, counts, p)
+    assert first["easy"] > last["easy"] and first["hard"] < last["hard"] + 1
+    with pytest.raises(ValueError, match="no items"):
+        curriculum_order([{"id": "x", "level": "easy", "ood": True}], 2, 2)
+
+
+def test_curves_from_a_trl_log() -> None:
+    log = [{"loss": 0.5, "reward": 0.1, "kl": 0.0, "step": 1}, {"train_runtime": 3.0},
+           {"loss": 0.4, "reward": 0.3, "kl": 0.02, "step": 2}]
+    out = curves(log, [{"tool_call_rate": 0.25, "valid_format": 0.0}, {"tool_call_rate": 0.5, "valid_format": 0.5}])
+    assert [(c["step"], c["reward"], c["kl"], c["tool_call_rate"]) for c in out] == [(1, 0.1, 0.0, 0.25), (2, 0.3, 0.02, 0.5)]
+    assert curves([{"loss": 1.0, "rewards/margins": 0.2}])[0]["margin"] == 0.2
+
+
+def test_dpo_stage_on_curriculum_ordered_pairs(tiny_model: Path, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    prompt = [1, 5, 9, 13]
+    pairs = [{"id": f"q{i}", "prompt_ids": prompt, "chosen_ids": [21, 22, 40, 23], "chosen_mask": [1, 1, 0, 1],
+              "rejected_ids": [30, 40, 31], "rejected_mask": [1, 0, 1]} for i in range(4)]
+    levels = {"q0": "easy", "q1": "easy", "q2": "medium", "q3": "hard"}
+    config = TrainConfig(preset="cpu-tiny", threads=1)
+    result = graphdancer_dpo(tiny_model, pairs, levels, config, tmp_path / "dpo", data_fingerprint="fp", domain="toy")
+    assert result.method == "graphdancer-dpo" and len(result.curves) == config.resolved()["dpo_steps"]
+    assert all(c["margin"] is not None for c in result.curves) and result.curves[0]["margin"] == pytest.approx(0, abs=1e-6)
+    card = (tmp_path / "dpo" / "README.md").read_text()
+    assert "frozen stage-1 checkpoint" in card and "`fp`" in card and "| margin |" in card
+    assert json.loads((tmp_path / "dpo" / "training_log.json").read_text())["method"] == "graphdancer-dpo"
+    with pytest.raises(ValueError, match="no preference pairs"):
+        graphdancer_dpo(tiny_model, [], levels, config, tmp_path / "none", data_fingerprint="fp", domain="toy")
+
+
+def test_grain_teacher_trajectories_run_the_real_solver(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from components.evaluation.grit import GRAIN_SYSTEM_PROMPT, generate_items
+    from components.rollout.runner import STOPS
+    from components.rubric.rewards import grain_reward
+    from components.tools.episodes import GraphIREnvironment
+    from components.training.teacher import grain_teacher_steps, teacher_records
+
+    items = [it.to_dict() for it in generate_items(6, sizes=(4, 6))]
+    broken = {**items[0], "gold_ir": {"problem_type": "shortest_path", "graph": {"data": {}}}}  # invalid IR
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    records, dropped = teacher_records(items + [broken], grain_teacher_steps, lambda: GraphIREnvironment(max_rounds=2),
+                                       tokenizer, stops=STOPS, system_prompt=GRAIN_SYSTEM_PROMPT)
+    assert len(records) == 6 and len(dropped) == 1
+    for rec, item in zip(records, items, strict=True):
+        assert rec.stats.answer == item["answer"] and "<result>" in rec.completion_text
+        assert 0 < sum(rec.loss_mask) < len(rec.loss_mask)  # the solver's reply is masked
+        # the teacher trajectory earns the full grain reward (correct, exact structure, format)
+        assert grain_reward([rec.completion_text], answer=[item["answer"]], gold_ir=[item["gold_ir"]],
+                            answer_type=[item["answer_type"]]) == [pytest.approx(1.0)]
