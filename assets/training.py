@@ -1,7 +1,7 @@
 """Training layer: ``<domain>/curriculum_splits`` (levels and entity-grouped splits of the
 certified items) and its check; ``<domain>/checkpoints`` (the warm-start checkpoint)."""
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -321,17 +321,20 @@ def rl_stage_assets(domain: str, train: TrainConfig) -> list:
         return dg.MaterializeResult(metadata=checkpoint_metadata(fingerprint, folder, train.preset, meta),
                                     data_version=dg.DataVersion(fingerprint))
 
-    @dg.asset(key=stage_key(domain, DANCER_DPO), deps=[preference_pairs_key(domain)], output_required=False,
-              description=(f"{domain}: GraphDancer stage 2 — {stages.METHODS['graphdancer-dpo']} Not materialized "
-                           "(the run says why) when the sampled pools gave no pair."), **common)
-    def _dancer_dpo(context: dg.AssetExecutionContext, store: ArtifactStore) -> Iterator[dg.MaterializeResult]:
+    @dg.asset(key=stage_key(domain, DANCER_DPO), deps=[preference_pairs_key(domain)],
+              description=(f"{domain}: GraphDancer stage 2 — {stages.METHODS['graphdancer-dpo']} When the sampled "
+                           "pools gave no pair, nothing is trained: the materialization says trained = false and why."),
+              **common)
+    def _dancer_dpo(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
         rec = _stage_inputs(store, domain, [DANCER_RL, PAIRS, ASSET])
         stage1, pairs_rec, curr = rec[DANCER_RL], rec[PAIRS], rec[ASSET]
         pairs = read_parquet(pairs_rec.path)
         if not pairs:
-            context.log.warning(f"{domain}/{DANCER_DPO} not materialized: 0 preference pairs "
-                                f"({pairs_rec.metadata.get('dropped')}) — the stage-1 policy's sampled pools were uniform")
-            return
+            reason = (f"0 preference pairs ({pairs_rec.metadata.get('dropped')}): the stage-1 policy's sampled pools "
+                      "were uniform, so there is nothing to prefer")
+            context.log.warning(f"{domain}/{DANCER_DPO} not trained: {reason}")
+            return dg.MaterializeResult(metadata={"trained": False, "reason": reason, "pairs": 0},
+                                        data_version=dg.DataVersion(f"untrained-{pairs_rec.fingerprint}"))
         levels = {str(r["id"]): r["level"] for r in read_parquet(curr.path)}
         fingerprint = _stage_fingerprint([stage1, pairs_rec], DANCER_DPO, train)
         folder, meta = _train_or_reuse(
@@ -339,8 +342,9 @@ def rl_stage_assets(domain: str, train: TrainConfig) -> list:
             train.resolved(),
             lambda out: stages.graphdancer_dpo(stage1.path, pairs, levels, train, out,
                                                data_fingerprint=pairs_rec.fingerprint, domain=domain))
-        yield dg.MaterializeResult(metadata=checkpoint_metadata(fingerprint, folder, train.preset, meta),
-                                   data_version=dg.DataVersion(fingerprint))
+        return dg.MaterializeResult(metadata={"trained": True, "pairs": len(pairs),
+                                              **checkpoint_metadata(fingerprint, folder, train.preset, meta)},
+                                    data_version=dg.DataVersion(fingerprint))
 
     return [_graphcert, _dancer_rl, _dancer_dpo]
 

@@ -355,6 +355,50 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_eval(args: argparse.Namespace) -> int:
+    """One-off evaluation of one model on a domain's test split (or a question file)."""
+    import time
+
+    from components.evaluation.agents import EvalConfig
+    from components.evaluation.questions import load_questions
+    from components.evaluation.report import main_table, write_report
+    from components.evaluation.run import KINDS, SystemSpec, evaluate_systems
+    from components.llm.models import smollm2_hf_dir
+    from components.store import Catalog, data_root
+
+    if args.kind not in KINDS:
+        raise CliError(f"unknown --kind {args.kind!r}; known: {', '.join(KINDS)}")
+    if not (Path(args.checkpoint) / "config.json").is_file():
+        raise CliError(f"{args.checkpoint}: not a Hugging Face model folder (no config.json)")
+    root = data_root()
+    catalog = Catalog(root / "catalog.duckdb")
+    db = args.db
+    if db is None:
+        snap = catalog.latest("graph_snapshot", args.domain)
+        if snap is None:
+            raise CliError(f"no graph_snapshot for {args.domain!r}: materialize it first, or pass --db")
+        db = snap.path
+    if args.questions:
+        rows = load_questions(args.questions)
+    else:
+        from components.store.fingerprint import read_parquet
+
+        curr = catalog.latest("curriculum_splits", args.domain)
+        if curr is None:
+            raise CliError(f"no curriculum_splits for {args.domain!r}: materialize it first, or pass --questions")
+        rows = [r for r in read_parquet(curr.path) if r["split"] == "test"]
+    seeds = tuple(int(x) for x in args.seeds.split(","))
+    config = EvalConfig(seeds=seeds, max_questions=args.max_questions, max_turns=args.max_turns,
+                        max_new_tokens=args.max_new_tokens)
+    report = evaluate_systems([SystemSpec(Path(args.checkpoint).name, args.kind, str(args.checkpoint))], rows, db, config,
+                              judge_model_dir=args.judge or str(smollm2_hf_dir(root)))
+    out = Path(args.out) if args.out else root / "eval_reports" / args.domain / f"cli-{time.strftime('%Y%m%d-%H%M%S')}"
+    paths = write_report(report, out, f"graphdojo evaluation — {args.domain} — {Path(args.checkpoint).name}")
+    _emit({"ok": True, "domain": args.domain, "questions": len(report["order"]), "report": paths["html"],
+           "summary": main_table(report)[0]})
+    return 0
+
+
 def _cmd_domains(args: argparse.Namespace) -> int:
     from orchestration.domains import load_domains
 
@@ -446,6 +490,20 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="materialize every asset of every demo domain (default first)")
     demo.add_argument("--domain", default=None, help="only this configured domain (or grit: the GRIT tasks and GRAIN)")
     demo.set_defaults(func=_cmd_materialize, asset=[], all_domains=True)
+
+    ev = sub.add_parser("eval", help="evaluate one checkpoint on a domain's test split or a question file")
+    ev.add_argument("--checkpoint", required=True, help="a Hugging Face model folder")
+    ev.add_argument("--domain", required=True, help="the domain whose graph (and test split) to use")
+    ev.add_argument("--questions", default=None, help="JSONL of question/answer (GRBench qid/question/answer/level)")
+    ev.add_argument("--db", default=None, help="graph location (default: the domain's latest snapshot)")
+    ev.add_argument("--kind", default="python_cypher", help="python_cypher | graph_cot | graphrag")
+    ev.add_argument("--seeds", default="0,1,2", help="comma-separated sampling seeds (CIs over them)")
+    ev.add_argument("--max-questions", type=int, default=12)
+    ev.add_argument("--max-turns", type=int, default=3)
+    ev.add_argument("--max-new-tokens", type=int, default=96)
+    ev.add_argument("--judge", default=None, help="judge model folder (default: SmolLM2-135M-Instruct)")
+    ev.add_argument("--out", default=None, help="report folder (default: data/eval_reports/<domain>/cli-<time>)")
+    ev.set_defaults(func=_cmd_eval)
 
     mat = sub.add_parser("materialize", help="materialize a domain's assets (all, or --asset ...)")
     mat.add_argument("--domain", default=None, help="default: the default domain")

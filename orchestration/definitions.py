@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.certification import certified_dataset_asset
+from assets.evaluation import eval_reports_asset, grit_eval_asset
 from assets.generation import GRIT_PREFIX, grit_tasks_asset, qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from assets.training import (
@@ -17,7 +18,6 @@ from assets.training import (
 )
 from assets.resources import ArtifactStore, GraphBackendResource
 from components.store import data_root as default_data_root
-from components.training.checkpoint import TrainConfig
 from orchestration.domains import DomainConfig, default_domain, load_domains
 from orchestration.sensors import build_source_sensor, pipeline_job_name
 
@@ -34,19 +34,20 @@ def domain_assets(cfg: DomainConfig) -> list:
         *checkpoints_asset(cfg.name, cfg.train),
         *rl_stage_assets(cfg.name, cfg.train),
         *preference_pairs_asset(cfg.name, cfg.train),
+        *eval_reports_asset(cfg.name, cfg.train, cfg.evaluate),
     ]
 
 
-def grit_assets(train: TrainConfig) -> list:
-    """The domain-independent GRIT-style tasks and the GRAIN checkpoint (the default domain's
-    training preset)."""
-    return [*grit_tasks_asset(), *grain_checkpoint_asset(train)]
+def grit_assets(cfg: DomainConfig) -> list:
+    """The domain-independent GRIT-style tasks, the GRAIN checkpoint and its evaluation (with the
+    default domain's training preset and evaluation settings)."""
+    return [*grit_tasks_asset(), *grain_checkpoint_asset(cfg.train), *grit_eval_asset(cfg.train, cfg.evaluate)]
 
 
 def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root: str | None = None) -> dg.Definitions:
     domains = load_domains() if domains is None else domains
     assets = [a for cfg in domains.values() for a in domain_assets(cfg)]
-    assets += grit_assets(domains[default_domain(domains)].train)
+    assets += grit_assets(domains[default_domain(domains)])
     jobs = [
         dg.define_asset_job(
             pipeline_job_name(name),
@@ -57,7 +58,7 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
         for name in domains
     ]
     jobs.append(dg.define_asset_job(pipeline_job_name(GRIT_PREFIX), selection=dg.AssetSelection.key_prefixes([GRIT_PREFIX]),
-                                    description="Materialize the GRIT-style tasks and the GRAIN checkpoint.",
+                                    description="Materialize the GRIT-style tasks, the GRAIN checkpoint and its evaluation.",
                                     tags={"domain": GRIT_PREFIX}))
     root = data_root or str(default_data_root())
     return dg.Definitions(

@@ -43,6 +43,7 @@ __all__ = [
     "completion_text",
     "extract_answer",
     "get_reward",
+    "grain_correct",
     "grain_reward",
     "graph_structure_scores",
     "graphcert_reward",
@@ -234,6 +235,15 @@ def _numbers_equal(a: str, b: Any) -> bool:
     return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
 
 
+def grain_correct(pred: str | None, gold: Any, answer_type: str | None = None) -> bool:
+    """GRAIN's correctness: the answer matches normalised (sets as sets) or as equal numbers.
+
+    >>> grain_correct("16.0", "16"), grain_correct(None, "16")
+    (True, False)
+    """
+    return pred is not None and (exact_match(pred, gold, answer_type) == 1.0 or _numbers_equal(pred, gold))
+
+
 def grain_reward(completions: Sequence[Any], answer: Sequence[Any] | None = None, **kwargs: Any) -> list[float | None]:
     """GRAIN: ``0.5·correct + 0.4·structure + 0.1·format`` (see the module docstring).
 
@@ -260,7 +270,7 @@ def grain_reward(completions: Sequence[Any], answer: Sequence[Any] | None = None
         scores = graph_structure_scores(pred_ir, gir)
         structure = (scores["node_f1"] + scores["edge_f1"] + scores["exact"]) / 3.0
         pred = extract_answer(comp)
-        correct = float(pred is not None and (exact_match(pred, g, t) == 1.0 or _numbers_equal(pred, g)))
+        correct = float(grain_correct(pred, g, t))
         fmt = float(isinstance(pred_ir, GraphIR) and pred is not None)
         out.append(0.5 * correct + 0.4 * structure + 0.1 * fmt)
     return out

@@ -30,20 +30,24 @@ __all__ = ["PRESETS", "TrainConfig", "CheckpointResult", "base_model_dir", "trai
 
 # Warm start (max_steps … max_examples), preference pairs (pair_*), the RL stages (rl_*: rollouts
 # per question = rl_generations, completions per step = rl_batch; dancer_steps for GraphDancer
-# stage 1), DPO (dpo_*) and GRAIN (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO).
+# stage 1), DPO (dpo_*) and GRAIN (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO,
+# tokens per turn — a graph IR is long, so its turns get their own budget).
 PRESETS: Final = {
     "cpu-tiny": {"max_steps": 8, "learning_rate": 1e-3, "batch_size": 4, "max_examples": 16, "pair_questions": 3,
                  "pair_new_tokens": 48, "rl_steps": 2, "dancer_steps": 2, "rl_questions": 8, "rl_generations": 2,
                  "rl_batch": 4, "rl_new_tokens": 32, "rl_turns": 2, "rl_learning_rate": 1e-5, "dpo_steps": 2,
-                 "dpo_learning_rate": 1e-5, "grain_tasks": 16, "grain_sft_steps": 6, "grain_learning_rate": 1e-3},
+                 "dpo_learning_rate": 1e-5, "grain_tasks": 16, "grain_sft_steps": 6, "grain_learning_rate": 1e-3,
+                 "grain_new_tokens": 32},
     "cpu-demo": {"max_steps": 16, "learning_rate": 1e-4, "batch_size": 2, "max_examples": 12, "pair_questions": 3,
                  "pair_new_tokens": 96, "rl_steps": 2, "dancer_steps": 2, "rl_questions": 8, "rl_generations": 2,
-                 "rl_batch": 4, "rl_new_tokens": 64, "rl_turns": 2, "rl_learning_rate": 1e-6, "dpo_steps": 2,
-                 "dpo_learning_rate": 2e-7, "grain_tasks": 12, "grain_sft_steps": 6, "grain_learning_rate": 5e-5},
+                 "rl_batch": 4, "rl_new_tokens": 128, "rl_turns": 2, "rl_learning_rate": 1e-6, "dpo_steps": 2,
+                 "dpo_learning_rate": 2e-7, "grain_tasks": 12, "grain_sft_steps": 6, "grain_learning_rate": 5e-5,
+                 "grain_new_tokens": 256},
     "gpu": {"max_steps": 200, "learning_rate": 1e-5, "batch_size": 8, "max_examples": 2000, "pair_questions": 2000,
             "pair_new_tokens": 512, "rl_steps": 400, "dancer_steps": 200, "rl_questions": 2000, "rl_generations": 8,
             "rl_batch": 64, "rl_new_tokens": 512, "rl_turns": 6, "rl_learning_rate": 1e-6, "dpo_steps": 100,
-            "dpo_learning_rate": 2e-7, "grain_tasks": 2000, "grain_sft_steps": 200, "grain_learning_rate": 1e-5},
+            "dpo_learning_rate": 2e-7, "grain_tasks": 2000, "grain_sft_steps": 200, "grain_learning_rate": 1e-5,
+            "grain_new_tokens": 1024},
 }
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,9 @@ class MultiTurn:
             model = trainer.accelerator.unwrap_model(trainer.model)
             backend = TransformersBackend.wrap(model, trainer.processing_class)
             rows = [{"question": p if isinstance(p, str) else str(p[-1]["content"])} for p in prompts]
-            records = RolloutRunner(backend, self.make_env, self.rollout).run(rows, n=1)
+            step = len(self.history)  # a fresh, reproducible sampling stream per generation step
+            config = self.rollout if self.rollout.seed is None else replace(self.rollout, seed=self.rollout.seed + 7919 * step)
+            records = RolloutRunner(backend, self.make_env, config).run(rows, n=1)
             stats = [r.stats for r in records]
             self.history.append(rollout_summary(stats))
             return {

@@ -27,9 +27,11 @@ on ``cpu-demo``, SPEC §7's reference budgets on ``gpu``.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,7 +39,7 @@ from components.curriculum.sampler import LEVELS, CurriculumSampler
 from components.training.checkpoint import CheckpointResult, TrainConfig, base_model_dir, write_checkpoint_files
 
 __all__ = ["METHODS", "curriculum_order", "curves", "graphcert_grpo", "graphdancer_dpo", "graphdancer_rl",
-           "grain_stage"]
+           "grain_rows", "grain_stage"]
 
 METHODS: Final = {
     "graphcert-grpo": "GraphCert: multi-turn GRPO (TRL 1.16 `GRPOTrainer`, `rollout_func`) in the Python + Cypher "
@@ -94,11 +96,12 @@ def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuff
                          shuffle=shuffle)
 
 
-def _rollout(r: Mapping[str, Any], config: TrainConfig, stops: Sequence[str], system_prompt: str | None = None) -> Any:
+def _rollout(r: Mapping[str, Any], config: TrainConfig, stops: Sequence[str], system_prompt: str | None = None,
+             new_tokens: int | None = None) -> Any:
     from components.rollout.runner import RolloutConfig
 
-    return RolloutConfig(max_turns=r["rl_turns"], max_new_tokens=r["rl_new_tokens"], temperature=1.0, seed=config.seed,
-                         stops=tuple(stops), system_prompt=system_prompt)
+    return RolloutConfig(max_turns=r["rl_turns"], max_new_tokens=new_tokens or r["rl_new_tokens"], temperature=1.0,
+                         seed=config.seed, stops=tuple(stops), system_prompt=system_prompt)
 
 
 def _finish(method: str, base: str | Path, train: Any, output_dir: str | Path, config: TrainConfig, extra: Mapping[str, Any],
@@ -181,6 +184,14 @@ def graphdancer_dpo(stage1_dir: str | Path, pairs: Sequence[Mapping[str, Any]], 
                    notes=["Reference model: the frozen stage-1 checkpoint."])
 
 
+def grain_rows(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """GRPO dataset rows of GRIT items. The gold IR travels as JSON text: an Arrow table built from
+    dicts whose keys differ per row (node names) unifies them into one struct and fills every
+    missing key with null — a weighted edge would come back with weight ``None``."""
+    return [{"prompt": it["question"], "answer": it["answer"], "answer_type": it.get("answer_type"),
+             "gold_ir": json.dumps(it["gold_ir"], ensure_ascii=False)} for it in items]
+
+
 def grain_stage(items: Sequence[Mapping[str, Any]], config: TrainConfig, output_dir: str | Path, *,
                 data_fingerprint: str, cache_root: Path | str | None = None) -> CheckpointResult:
     """GRAIN from the preset's base model: SFT on teacher trajectories of ``items`` (GRIT-style
@@ -210,10 +221,11 @@ def grain_stage(items: Sequence[Mapping[str, Any]], config: TrainConfig, output_
     sft = run_sft(base, [sft_example(x.prompt_ids, x.completion_ids, x.loss_mask) for x in records], warm,
                   SFTRunConfig(max_steps=r["grain_sft_steps"], learning_rate=r["grain_learning_rate"],
                                batch_size=r["batch_size"], max_length=4096, seed=config.seed, threads=config.threads))
-    data = [{"prompt": it["question"], "answer": it["answer"], "answer_type": it.get("answer_type"),
-             "gold_ir": it["gold_ir"]} for it in items]
-    mt = MultiTurn(make_env, _rollout(r, config, STOPS, GRAIN_SYSTEM_PROMPT))
-    train = run_grpo(warm, data, [grain_reward], out, _grpo_config(r, config, steps=r["rl_steps"]), multi_turn=mt)
+    data = grain_rows(items)
+    mt = MultiTurn(make_env, _rollout(r, config, STOPS, GRAIN_SYSTEM_PROMPT, r["grain_new_tokens"]))
+    grpo = replace(_grpo_config(r, config, steps=r["rl_steps"]),
+                   max_completion_length=r["rl_turns"] * r["grain_new_tokens"] + 1024)
+    train = run_grpo(warm, data, [grain_reward], out, grpo, multi_turn=mt)
     shutil.rmtree(warm, ignore_errors=True)
     sft_curve = [{"step": i + 1, "loss": loss, "reward": None, "kl": None, "tool_call_rate": None, "valid_format": None,
                   "margin": None, "phase": "sft"} for i, loss in enumerate(sft.losses)]

@@ -22,6 +22,11 @@ Schema of a file::
       fault_sample: 12        # certified items per fault type in the accuracy report
     train:                    # optional: TrainConfig (components/training/checkpoint.py)
       preset: cpu-demo        # cpu-tiny | cpu-demo | gpu (with model_dir)
+    eval:                     # optional: EvalConfig (components/evaluation/agents.py)
+      seeds: [0, 1, 2]        # confidence intervals over these
+      max_questions: 12       # of the test split, in its stored order
+      max_turns: 3
+      max_new_tokens: 96
 
 Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
 """
@@ -35,6 +40,7 @@ from pathlib import Path
 import yaml
 
 from components.certify.dataset import CertifyConfig
+from components.evaluation.agents import EvalConfig
 from components.graph.snapshot import SourceSpec
 from components.training.checkpoint import TrainConfig
 from components.quizzer.run import QuizConfig
@@ -59,6 +65,7 @@ class DomainConfig:
     quiz: QuizConfig = QuizConfig()
     certify: CertifyConfig = CertifyConfig()
     train: TrainConfig = TrainConfig()
+    evaluate: EvalConfig = EvalConfig()
 
 
 def _load(path: Path) -> DomainConfig:
@@ -91,6 +98,10 @@ def _load(path: Path) -> DomainConfig:
         train = TrainConfig.from_dict(raw.get("train"))
     except (TypeError, ValueError) as exc:
         raise DomainConfigError(f"{path}: train: {exc}") from exc
+    try:
+        evaluate = EvalConfig.from_dict(raw.get("eval"))
+    except (TypeError, ValueError) as exc:
+        raise DomainConfigError(f"{path}: eval: {exc}") from exc
     if certify.eval_questions and not Path(certify.eval_questions).is_file():
         raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
     return DomainConfig(
@@ -98,6 +109,7 @@ def _load(path: Path) -> DomainConfig:
         quiz=quiz,
         certify=certify,
         train=train,
+        evaluate=evaluate,
         source=SourceSpec(str(src["format"]), location, dict(src.get("options") or {})),
         description=str(raw.get("description", "")),
         default=bool(raw.get("default", False)),

@@ -61,8 +61,9 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     # a random tiny model never answers: every pool is uniformly failed, so no pair is kept …
     assert pairs["questions"].value == 3 and pairs["trajectories"].value == 24 and pairs["pairs"].value == 0
     assert {r.data["reason"]: r.data["count"] for r in pairs["dropped"].value.records} == {"uniformly_failed": 3}
-    # … and stage 2 (DPO) is not materialized rather than trained on nothing; the run still succeeds
-    assert "graphdancer_dpo" not in materialized
+    # … and stage 2 (DPO) trains nothing and says so (the run still succeeds, downstream still runs)
+    dpo = materialized["graphdancer_dpo"]
+    assert dpo["trained"].value is False and "0 preference pairs" in dpo["reason"].value and "path" not in dpo
 
     for stage, method in (("graphcert_grpo", "graphcert-grpo"), ("graphdancer_rl", "graphdancer-rl"),
                           ("grain_checkpoint", "grain")):

@@ -16,9 +16,9 @@ def test_asset_graph_snapshot() -> None:
     domains = ("academic", "biomedical", "ecommerce")
     assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == [
         f"{d}/{a}" for d in domains
-        for a in ("certified_dataset", "checkpoints", "curriculum_splits", "graph_snapshot", "preference_pairs",
-                  "qa_candidates")
-    ]
+        for a in ("certified_dataset", "checkpoints", "curriculum_splits", "eval_reports", "graph_snapshot",
+                  "graphcert_grpo", "graphdancer_dpo", "graphdancer_rl", "preference_pairs", "qa_candidates")
+    ] + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks"]
     certified_checks = ["admitted_nonzero", "admitted_rate_bounds_check", "admitted_reverified",
                         "certifier_accuracy", "expectations", "hard_failure_rate_bounds_check",
                         "leakage_rate_bounds_check", "no_leakage"]
@@ -39,10 +39,11 @@ def test_asset_graph_snapshot() -> None:
         "academic_pipeline",
         "biomedical_pipeline",
         "ecommerce_pipeline",
+        "grit_pipeline",
     ]
     assert [s.name for s in defs.sensors] == ["graph_source_sensor"]
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
-    assert set(groups.values()) == {"graph", "generation", "certification", "training"}
+    assert set(groups.values()) == {"graph", "generation", "certification", "training", "evaluation"}
     assert groups["academic/qa_candidates"] == "generation"
     assert groups["academic/certified_dataset"] == "certification"
     assert graph.get(dg.AssetKey(["academic", "certified_dataset"])).parent_keys == {
@@ -50,6 +51,13 @@ def test_asset_graph_snapshot() -> None:
     # qa_candidates depends on its own domain's snapshot only
     parents = graph.get(dg.AssetKey(["academic", "qa_candidates"])).parent_keys
     assert parents == {dg.AssetKey(["academic", "graph_snapshot"])}
+    # the RL stages continue the warm start; pairs come from GraphDancer's stage 1, DPO from the pairs
+    key = lambda a: dg.AssetKey(["academic", a])  # noqa: E731
+    assert graph.get(key("graphcert_grpo")).parent_keys == {key("checkpoints")}
+    assert graph.get(key("preference_pairs")).parent_keys == {key("graphdancer_rl")}
+    assert graph.get(key("graphdancer_dpo")).parent_keys == {key("preference_pairs")}
+    assert graph.get(key("eval_reports")).parent_keys == {
+        key("checkpoints"), key("graphcert_grpo"), key("graphdancer_rl"), key("graphdancer_dpo")}
 
 
 def test_default_domain_is_academic() -> None:

@@ -92,3 +92,20 @@ def test_grain_teacher_trajectories_run_the_real_solver(tiny_model: Path) -> Non
         # the teacher trajectory earns the full grain reward (correct, exact structure, format)
         assert grain_reward([rec.completion_text], answer=[item["answer"]], gold_ir=[item["gold_ir"]],
                             answer_type=[item["answer_type"]]) == [pytest.approx(1.0)]
+
+
+def test_grain_rows_survive_the_arrow_dataset() -> None:
+    """Regression: gold IRs as dicts were unified into one Arrow struct with null weights."""
+    from datasets import Dataset
+
+    from components.evaluation.grit import generate_items
+    from components.rubric.rewards import grain_reward
+    from components.training.stages import grain_rows
+
+    items = [it.to_dict() for it in generate_items(24, sizes=(4, 6))]
+    assert any(it["gold_ir"]["graph"]["weighted"] for it in items)
+    rows = list(Dataset.from_list(grain_rows(items)))
+    calls = [f"<graph>{json.dumps(it['gold_ir'])}</graph><answer>{it['answer']}</answer>" for it in items]
+    rewards = grain_reward(calls, answer=[r["answer"] for r in rows], gold_ir=[r["gold_ir"] for r in rows],
+                           answer_type=[r["answer_type"] for r in rows])
+    assert rewards == [pytest.approx(1.0)] * len(items)

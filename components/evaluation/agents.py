@@ -1,0 +1,176 @@
+"""The systems an evaluation compares, each answering the same questions under the same seeds.
+
+* :func:`tool_agent_records` — a model (base or trained checkpoint) playing a tool environment
+  through the same :class:`~components.rollout.runner.RolloutRunner` as training: the Python +
+  Cypher sandbox for the checkpoints, the Graph-CoT function API for the **zero-shot Graph-CoT**
+  prompting baseline (the base model with Graph-CoT's prompt and few-shot examples).
+* :func:`graphrag_records` — the **GraphRAG** baseline: retrieve the question's entities
+  (``RetrieveNode``'s embedding index), linearise their 2-hop neighbourhood (``NeighborCheck``
+  over every schema neighbour type, at most ``max_neighbours`` per hop) into one prompt, answer
+  in one generation. EH: the gold answer occurs in that context.
+* :class:`LLMJudge` — Graph-CoT's GPT4Score idea with a local model: "is the prediction
+  correct? yes / no" given question, gold and prediction (greedy, the verdict is the first word).
+
+Latency per question is the wall time of the batched run divided by its questions (batched
+generation has no per-question wall time); tokens are the model's own generated tokens.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from components.evaluation.metrics import EvalRecord
+from components.llm.base import SamplingParams
+from components.rollout.runner import RolloutConfig, RolloutRunner, evidence_hit
+from components.rubric.rewards import extract_answer
+
+__all__ = ["EvalConfig", "LLMJudge", "graphrag_context", "graphrag_records", "tool_agent_records"]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Decoding and budgets shared by every system of one report. Sampling (not greedy) so that
+    seeds differ; GraphDancer's evaluation setting (temperature 0.7, top-p 0.8)."""
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    temperature: float = 0.7
+    top_p: float = 0.8
+    max_turns: int = 3
+    max_new_tokens: int = 96
+    max_questions: int = 12
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seeds", tuple(int(x) for x in self.seeds))
+        if not self.seeds:
+            raise ValueError("at least one seed")
+        if self.max_turns < 1 or self.max_new_tokens < 1 or self.max_questions < 1:
+            raise ValueError("max_turns, max_new_tokens and max_questions must be >= 1")
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> EvalConfig:
+        """A domain YAML's ``eval:`` section; unknown keys are an error."""
+        raw = dict(raw or {})
+        unknown = set(raw) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown eval options {sorted(unknown)}")
+        return cls(**raw)
+
+
+def _record(system: str, seed: int, row: Mapping[str, Any], **kw: Any) -> EvalRecord:
+    return EvalRecord(system=system, seed=seed, question_id=str(row.get("id")), question=str(row["question"]),
+                      gold=row["answer"], answer_type=row.get("answer_type"), level=row.get("level"),
+                      qtype=row.get("qtype") or row.get("answer_type"), **kw)
+
+
+def tool_agent_records(system: str, backend: Any, make_env: Callable[[], Any], rows: Sequence[Mapping[str, Any]],
+                       config: EvalConfig, *, stops: Sequence[str], system_prompt: str | None = None) -> list[EvalRecord]:
+    """One record per (seed, row): ``backend`` (a token-level backend) plays ``make_env()``."""
+    out = []
+    episode_rows = [{"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows]
+    for seed in config.seeds:
+        runner = RolloutRunner(backend, make_env, RolloutConfig(
+            max_turns=config.max_turns, max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+            top_p=config.top_p, seed=seed, stops=tuple(stops), system_prompt=system_prompt))
+        t0 = time.perf_counter()
+        records = runner.run(episode_rows)
+        latency = (time.perf_counter() - t0) / max(1, len(records))
+        for row, rec in zip(rows, records, strict=True):
+            s = rec.stats
+            out.append(_record(system, seed, row, answer=s.answer, valid_format=s.valid_format, valid_calls=s.valid_calls,
+                               halted=s.halted, truncated=s.truncated, evidence_hit=s.evidence_hit,
+                               tokens=s.model_tokens, latency_s=latency))
+    return out
+
+
+def graphrag_context(api: Any, question: str, *, hops: int = 2, max_neighbours: int = 5, max_chars: int = 3000) -> tuple[str, list[str]]:
+    """``(context, node ids)``: the retrieved entities' observation, then each hop's
+    ``NeighborCheck`` observations, cut at ``max_chars``."""
+    retrieved = api.retrieve_node(question)
+    lines = [retrieved.observation]
+    frontier, seen = list(retrieved.node_ids), set(retrieved.node_ids)
+    neighbour_types: dict[str, set[str]] = {}
+    for s, _rel, t in api.schema.triples():
+        neighbour_types.setdefault(s, set()).add(t)
+        neighbour_types.setdefault(t, set()).add(s)
+    for _ in range(hops):
+        nxt: list[str] = []
+        for node_id in frontier:
+            try:
+                label = api.resolve_node(node_id).label
+            except Exception:  # an id the index returned but the graph no longer resolves
+                continue
+            for other in sorted(neighbour_types.get(label, ())):
+                call = api.neighbor_check(node_id, other)
+                if call.ok:
+                    lines.append(call.observation)
+                    nxt += [n for n in call.node_ids if n not in seen][:max_neighbours]
+                    seen.update(call.node_ids)
+        frontier = nxt[: max_neighbours * 2]
+    context = "\n".join(lines)
+    return context[:max_chars], sorted(seen)
+
+
+_RAG_PROMPT = """Answer the question using the graph facts below. Give only the final answer inside <answer>...</answer>.
+
+Graph facts:
+{context}
+
+Question: {question}"""
+
+
+def graphrag_records(llm: Any, api: Any, rows: Sequence[Mapping[str, Any]], config: EvalConfig, *,
+                     system: str = "graphrag") -> list[EvalRecord]:
+    """The GraphRAG baseline (module docstring); ``llm`` is a chat backend (``generate``)."""
+    contexts = [graphrag_context(api, str(r["question"]))[0] for r in rows]
+    prompts = [[{"role": "user", "content": _RAG_PROMPT.format(context=c, question=r["question"])}]
+               for c, r in zip(contexts, rows, strict=True)]
+    out = []
+    for seed in config.seeds:
+        t0 = time.perf_counter()
+        gens = llm.generate(prompts, SamplingParams(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
+                                                    top_p=config.top_p, stop=("</answer>",), seed=seed))
+        latency = (time.perf_counter() - t0) / max(1, len(rows))
+        for row, ctx, (g,) in zip(rows, contexts, gens, strict=True):
+            text = g.text + ("</answer>" if g.stop_reason == "</answer>" else "")
+            answer = extract_answer(text)
+            out.append(_record(system, seed, row, answer=answer, valid_format=answer is not None, valid_calls=0,
+                               truncated=g.stop_reason == "length" and answer is None,
+                               evidence_hit=evidence_hit(row["answer"], [ctx], row.get("answer_type")),
+                               tokens=g.completion_tokens, latency_s=latency))
+    return out
+
+
+_JUDGE_PROMPT = """Question: {question}
+Gold answer: {gold}
+Predicted answer: {prediction}
+Is the predicted answer correct (same meaning as the gold answer)? Reply with one word: yes or no."""
+_YES_NO = re.compile(r"\b(yes|no)\b", re.I)
+
+
+class LLMJudge:
+    """A local yes/no correctness judge (``model_name`` is recorded in the report)."""
+
+    def __init__(self, llm: Any) -> None:
+        self.llm = llm
+        self.model_name = str(getattr(llm, "model_name", "unknown"))
+
+    def judge(self, records: Sequence[EvalRecord]) -> None:
+        """Fill ``record.judge`` in place: ``True``/``False``; an unanswered record is ``False``
+        without asking; an unparseable verdict counts as ``False``."""
+        todo = [r for r in records if r.answer is not None]
+        for r in records:
+            if r.answer is None:
+                r.judge = False
+        if not todo:
+            return
+        prompts = [[{"role": "user", "content": _JUDGE_PROMPT.format(question=r.question, gold=r.gold,
+                                                                     prediction=r.answer)}] for r in todo]
+        gens = self.llm.generate(prompts, SamplingParams(max_new_tokens=4, temperature=0.0, seed=0))
+        for r, (g,) in zip(todo, gens, strict=True):
+            m = _YES_NO.search(g.text)
+            r.judge = bool(m and m.group(1).lower() == "yes")

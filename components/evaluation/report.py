@@ -1,0 +1,232 @@
+"""An evaluation report as Markdown and as one self-contained HTML file (plots inlined as PNG).
+
+:func:`write_report` writes ``report.json`` (everything, per-question records included),
+``report.md``, ``report.html`` and the plot PNGs into a folder and returns their paths.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from components.evaluation.metrics import OUTCOMES
+
+__all__ = ["main_table", "markdown_report", "write_report"]
+
+_COLUMNS = (("f1", "F1"), ("em", "EM"), ("raw_em", "raw EM"), ("rouge_l", "ROUGE-L"), ("judge", "judge"), ("eh", "EH"),
+            ("vf", "VF"), ("vc", "VC"))
+
+
+def _num(v: Any, digits: int = 3) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _with_ci(summary: Mapping[str, Any], key: str) -> str:
+    lo, hi = summary.get(f"{key}_ci") or (None, None)
+    value = _num(summary.get(key))
+    return value if lo is None else f"{value} [{_num(lo, 2)}, {_num(hi, 2)}]"
+
+
+def main_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per system: every metric with its 95 % CI, P(EM|EH), P(EM|¬EH), outcomes, tokens,
+    latency; a system that is not available shows its note."""
+    rows = []
+    for name, s in report["systems"].items():
+        if not s["available"]:
+            rows.append({"system": name, "method": s.get("method", ""), "note": s.get("note", "not available")})
+            continue
+        sm = s["summary"]
+        row = {"system": name, "method": s.get("method", "")}
+        row.update({label: _with_ci(sm, key) for key, label in _COLUMNS})
+        row["P(EM|EH)"] = _num(sm["p_em_given_eh"])
+        row["P(EM|¬EH)"] = _num(sm["p_em_given_not_eh"])
+        row.update({o: _num(sm["outcomes"][o], 2) for o in OUTCOMES})
+        row["tokens/q"] = _num(sm["tokens_per_question"], 1)
+        row["latency s/q"] = _num(sm["latency_s_per_question"], 2)
+        row["note"] = s.get("note", "")
+        rows.append(row)
+    return rows
+
+
+def _md_table(rows: Sequence[Mapping[str, str]]) -> str:
+    cols: list[str] = []
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r.get(c, "")).replace("|", "\\|") for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _breakdown_rows(report: Mapping[str, Any], field: str) -> list[dict[str, str]]:
+    rows = []
+    for name, s in report["systems"].items():
+        if not s["available"]:
+            continue
+        for group, sm in s[field].items():
+            rows.append({"system": name, field.removeprefix("by_"): group, "n": str(sm["records"]),
+                         "F1": _num(sm["f1"]), "EM": _num(sm["em"]), "judge": _num(sm["judge"]), "EH": _num(sm["eh"]),
+                         "VF": _num(sm["vf"])})
+    return rows
+
+
+def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, str] | None = None) -> str:
+    parts = [f"# {title}", "",
+             f"- Questions: {len(report['order'])} (order fixed: {', '.join(report['order'][:12])}"
+             f"{' …' if len(report['order']) > 12 else ''}); seeds {report['seeds']}",
+             f"- Decoding: {json.dumps(report['decoding'])}",
+             f"- Judge model: `{report['judge_model']}` (yes/no correctness prompt)",
+             f"- Normalisation: {report['normalisation']}",
+             "- Brackets: 95 % two-level bootstrap CI (seeds, then questions).", "",
+             "## Systems side by side", "", _md_table(main_table(report)), "",
+             "## By difficulty level", "", _md_table(_breakdown_rows(report, "by_level")) or "(none)", "",
+             "## By question type", "", _md_table(_breakdown_rows(report, "by_type")) or "(none)", ""]
+    for name, path in (plots or {}).items():
+        parts += [f"![{name}]({Path(path).name})", ""]
+    return "\n".join(parts)
+
+
+def _plots(report: Mapping[str, Any], folder: Path) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    avail = {n: s["summary"] for n, s in report["systems"].items() if s["available"]}
+    if not avail:
+        return {}
+    names = list(avail)
+    out = {}
+    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(names)), 3.2))
+    width = 0.25
+    for i, (key, label) in enumerate((("f1", "F1"), ("em", "EM"), ("judge", "judge"))):
+        vals = [avail[n][key] or 0.0 for n in names]
+        cis = [avail[n].get(f"{key}_ci") or (None, None) for n in names]
+        err = [[max(0.0, v - (c[0] if c[0] is not None else v)) for v, c in zip(vals, cis, strict=True)],
+               [max(0.0, (c[1] if c[1] is not None else v) - v) for v, c in zip(vals, cis, strict=True)]]
+        ax.bar([x + (i - 1) * width for x in range(len(names))], vals, width, yerr=err, capsize=3, label=label)
+    ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
+    ax.set_ylim(0, 1)
+    ax.legend()
+    ax.set_title("answer quality (95 % CI)")
+    fig.tight_layout()
+    path = folder / "quality.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    out["quality"] = str(path)
+    fig, ax = plt.subplots(figsize=(max(5, 1.4 * len(names)), 3.2))
+    bottom = [0.0] * len(names)
+    for o in OUTCOMES:
+        vals = [avail[n]["outcomes"][o] for n in names]
+        ax.bar(names, vals, bottom=bottom, label=o.replace("_", " "))
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7)
+    ax.set_title("outcome decomposition")
+    plt.setp(ax.get_xticklabels(), rotation=20, ha="right")
+    fig.tight_layout()
+    path = folder / "outcomes.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    out["outcomes"] = str(path)
+    return out
+
+
+def _html(markdown: str, plots: Mapping[str, str], title: str, tables: Sequence[tuple[str, list[dict[str, str]]]]) -> str:
+    def table(rows: list[dict[str, str]]) -> str:
+        if not rows:
+            return "<p>(none)</p>"
+        cols: list[str] = []
+        for r in rows:
+            cols += [c for c in r if c not in cols]
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    intro = [line[2:] for line in markdown.splitlines() if line.startswith("- ")]
+    imgs = "".join(
+        f'<figure><img alt="{html.escape(n)}" src="data:image/png;base64,{base64.b64encode(Path(p).read_bytes()).decode()}">'
+        f"<figcaption>{html.escape(n)}</figcaption></figure>" for n, p in plots.items())
+    sections = "".join(f"<h2>{html.escape(t)}</h2>{table(rows)}" for t, rows in tables)
+    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
+             "td,th{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}figure{display:inline-block}")
+    items = "".join(f"<li>{html.escape(i)}</li>" for i in intro)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style>"
+            f"</head><body><h1>{html.escape(title)}</h1><ul>{items}</ul>{sections}{imgs}</body></html>")
+
+
+def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[str, str]:
+    """Write ``report.json``, ``report.md``, ``report.html`` and the plots; returns their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    plots = _plots(report, folder)
+    md = markdown_report(report, title, plots)
+    (folder / "report.md").write_text(md)
+    tables = [("Systems side by side", main_table(report)), ("By difficulty level", _breakdown_rows(report, "by_level")),
+              ("By question type", _breakdown_rows(report, "by_type"))]
+    (folder / "report.html").write_text(_html(md, plots, title, tables))
+    return {"json": str(folder / "report.json"), "markdown": str(folder / "report.md"),
+            "html": str(folder / "report.html"), **plots}
+
+
+def _ci_cell(m: Mapping[str, Any] | None) -> str:
+    if not m or m.get("value") is None:
+        return "–"
+    lo, hi = m.get("ci") or (None, None)
+    return _num(m["value"]) + ("" if lo is None else f" [{_num(lo, 2)}, {_num(hi, 2)}]") + f" (n={m.get('n')})"
+
+
+def grit_tables(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[dict[str, str]]]]:
+    """The GRIT report's tables: overview, per task, per naming scheme."""
+    overview, tasks, namings = [], [], []
+    for name, s in summaries.items():
+        overview.append({"system": name, "accuracy (test)": _ci_cell(s["accuracy_id"]),
+                         "accuracy (OOD scenarios)": _ci_cell(s["accuracy_ood"]), "ID − OOD gap": _num(s["ood_gap"]),
+                         "accuracy (large)": _ci_cell(s.get("accuracy_large")),
+                         "variance across namings": _num(s["naming_variance"], 4), "VF": _num(s["valid_format"]),
+                         "node-F1": _ci_cell(s["structure"]["node_f1"]), "edge-F1": _ci_cell(s["structure"]["edge_f1"]),
+                         "exact": _ci_cell(s["structure"]["exact"]), "tokens/item": _num(s["tokens_per_item"], 1)})
+        tasks += [{"system": name, "task": t, "accuracy": _ci_cell(v)} for t, v in s["by_task"].items()]
+        namings += [{"system": name, "naming": n, "accuracy": _ci_cell(v)} for n, v in s["by_naming"].items()]
+    return [("Overview", overview), ("Accuracy per task (test split)", tasks),
+            ("Accuracy per naming scheme (test split)", namings)]
+
+
+def write_grit_report(summaries: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any], folder: Path,
+                      records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """``report.json`` / ``.md`` / ``.html`` (+ a per-naming accuracy plot) of a GRIT evaluation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(json.dumps({"summaries": summaries, "meta": meta, "records": list(records)},
+                                                   indent=1, default=str))
+    tables = grit_tables(summaries)
+    fig, ax = plt.subplots(figsize=(6, 3))
+    names = list(summaries)
+    schemes = sorted({n for s in summaries.values() for n in s["by_naming"]})
+    width = 0.8 / max(1, len(names))
+    for i, name in enumerate(names):
+        vals = [summaries[name]["by_naming"].get(n, {}).get("value") or 0.0 for n in schemes]
+        ax.bar([x + i * width for x in range(len(schemes))], vals, width, label=name)
+    ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(schemes))], schemes)
+    ax.set_ylim(0, 1)
+    ax.set_title("accuracy per naming scheme")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    plot = folder / "namings.png"
+    fig.savefig(plot, dpi=90)
+    plt.close(fig)
+    title = "graphdojo GRIT-style evaluation"
+    md = "\n".join([f"# {title}", "", *[f"- {k}: {v}" for k, v in meta.items()], "",
+                    *[part for t, rows in tables for part in (f"## {t}", "", _md_table(rows), "")],
+                    f"![namings]({plot.name})", ""])
+    (folder / "report.md").write_text(md)
+    (folder / "report.html").write_text(_html(md, {"accuracy per naming": str(plot)}, title, tables))
+    return {"json": str(folder / "report.json"), "markdown": str(folder / "report.md"),
+            "html": str(folder / "report.html"), "namings": str(plot)}

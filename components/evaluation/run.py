@@ -1,0 +1,130 @@
+"""One evaluation: every system on the same questions, seeds and judge → a report dict.
+
+:func:`evaluate_systems` runs each :class:`SystemSpec` on the rows (in the given, recorded
+order), judges every answer with one local :class:`~components.evaluation.agents.LLMJudge`, and
+summarises per system (:func:`~components.evaluation.metrics.summarize`) with breakdowns by
+difficulty level and question type. A system whose checkpoint was not trained (e.g. DPO without
+preference pairs) is listed with its reason and no numbers — never silently replaced by another
+model.
+
+System kinds:
+
+* ``python_cypher`` — the model in the Python + Cypher sandbox (GraphCert's tool; the trained
+  checkpoints' environment, and the base model's "before training" row);
+* ``graph_cot`` — zero-shot Graph-CoT prompting (its function API and prompt, no examples);
+* ``graphrag`` — the 2-hop neighbourhood of retrieved entities linearised into one prompt.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+from components.evaluation.agents import EvalConfig, LLMJudge, graphrag_records, tool_agent_records
+from components.evaluation.metrics import EvalRecord, breakdown, summarize
+
+__all__ = ["KINDS", "NORMALISATION", "SystemSpec", "evaluate_systems"]
+
+KINDS: Final = ("python_cypher", "graph_cot", "graphrag")
+NORMALISATION: Final = ("SQuAD normalisation for F1 / EM / the judge's inputs (lower-case, drop punctuation and "
+                        "articles, collapse spaces); set answers compared as sets; raw EM compares strings as given")
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """``name`` as the report shows it; ``model_dir`` ``None`` with ``note`` = not available."""
+
+    name: str
+    kind: str
+    model_dir: str | None
+    method: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown system kind {self.kind!r}; known: {KINDS}")
+
+
+def _run_system(spec: SystemSpec, rows: Sequence[Mapping[str, Any]], db_location: str, config: EvalConfig,
+                graph: dict[str, Any]) -> list[EvalRecord]:
+    from components.llm.transformers_backend import TransformersBackend
+    from components.rollout.runner import CODE_STOPS, STOPS
+    from components.tools.cot_env import GraphCoTEnvironment
+    from components.training._common import python_cypher_envs
+
+    llm = TransformersBackend(spec.model_dir, threads=config.threads)
+    try:
+        if spec.kind == "python_cypher":
+            with python_cypher_envs(db_location, max_rounds=max(1, config.max_turns - 1)) as make_env:
+                return tool_agent_records(spec.name, llm, make_env, rows, config, stops=CODE_STOPS)
+        api = graph["api"]()
+        if spec.kind == "graph_cot":
+            return tool_agent_records(spec.name, llm, lambda: GraphCoTEnvironment(api, max_rounds=max(1, config.max_turns - 1)),
+                                      rows, config, stops=STOPS)
+        return graphrag_records(llm, api, rows, config, system=spec.name)
+    finally:
+        llm.close()
+
+
+def evaluate_systems(systems: Sequence[SystemSpec], rows: Sequence[Mapping[str, Any]], db_location: str,
+                     config: EvalConfig, *, judge_model_dir: str | None, progress: Any = None) -> dict[str, Any]:
+    """The report dict (see the module docstring): ``systems`` (summary + breakdowns per system,
+    or ``available: False`` with the note), ``records`` (every per-question record), the fixed
+    question order, seeds, decoding, judge model and normalisation."""
+    from components.graph import open_backend
+    from components.llm.transformers_backend import TransformersBackend
+    from components.tools.graph_cot import GraphCoT
+    from components.tools.retriever import NodeIndex, shared_embedder
+
+    rows = list(rows)[: config.max_questions]
+    if not rows:
+        raise ValueError("no evaluation questions")
+    backend = open_backend(db_location)
+    cache: dict[str, Any] = {}
+
+    def api() -> Any:  # built once, only when a system needs the Graph-CoT API / retriever
+        if "api" not in cache:
+            index = NodeIndex.open(backend, shared_embedder(threads=config.threads), progress=False)
+            cache["api"] = GraphCoT(backend, index=index)
+        return cache["api"]
+
+    records: list[EvalRecord] = []
+    out_systems: dict[str, Any] = {}
+    wall: dict[str, float] = {}
+    try:
+        for spec in systems:
+            if spec.model_dir is None:
+                out_systems[spec.name] = {"available": False, "note": spec.note, "kind": spec.kind, "method": spec.method}
+                continue
+            t0 = time.perf_counter()
+            recs = _run_system(spec, rows, db_location, config, {"api": api})
+            wall[spec.name] = time.perf_counter() - t0
+            records += recs
+            if progress is not None:
+                progress(spec.name, wall[spec.name])
+    finally:
+        backend.close()
+    judge_llm = TransformersBackend(judge_model_dir, threads=config.threads)
+    try:
+        judge = LLMJudge(judge_llm)
+        judge.judge(records)
+    finally:
+        judge_llm.close()
+    for spec in systems:
+        if spec.model_dir is None:
+            continue
+        recs = [r for r in records if r.system == spec.name]
+        out_systems[spec.name] = {"available": True, "kind": spec.kind, "method": spec.method, "model": spec.model_dir,
+                                  "note": spec.note, "summary": summarize(recs), "by_level": breakdown(recs, "level"),
+                                  "by_type": breakdown(recs, "qtype"), "wall_s": wall[spec.name]}
+    return {
+        "systems": out_systems,
+        "order": [str(r.get("id")) for r in rows],
+        "seeds": list(config.seeds),
+        "decoding": asdict(config),
+        "judge_model": judge.model_name,
+        "normalisation": NORMALISATION,
+        "records": [r.to_dict() for r in records],
+    }

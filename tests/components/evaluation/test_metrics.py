@@ -1,0 +1,80 @@
+"""Evaluation metrics and the report on crafted records: outcomes, conditionals, CIs, breakdowns,
+and a self-contained HTML report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from components.evaluation.metrics import EvalRecord, bootstrap_ci, breakdown, records_from, summarize
+from components.evaluation.report import main_table, write_report
+
+
+def _rec(seed: int, qid: str, answer: str | None, gold: str = "Ada", **kw) -> EvalRecord:
+    return EvalRecord(system="s", seed=seed, question_id=qid, question=f"q{qid}", gold=gold, answer=answer, **kw)
+
+
+def test_outcomes_are_exclusive_and_ordered() -> None:
+    assert _rec(0, "1", "ada", valid_format=False).outcome == "correct"  # EM first
+    assert _rec(0, "1", None, halted=True).outcome == "loop_timeout"
+    assert _rec(0, "1", None, truncated=True).outcome == "loop_timeout"
+    assert _rec(0, "1", None).outcome == "invalid_format"
+    assert _rec(0, "1", "Bob", valid_format=False).outcome == "invalid_format"
+    assert _rec(0, "1", "Bob", valid_format=True).outcome == "premature_stop"
+
+
+def test_summary_metrics_and_conditionals() -> None:
+    recs = [_rec(0, "1", "Ada", valid_format=True, evidence_hit=True, valid_calls=2, judge=True, tokens=10),
+            _rec(0, "2", "Bob", valid_format=True, evidence_hit=True, valid_calls=1, judge=False, tokens=20),
+            _rec(0, "3", None, evidence_hit=False, halted=True, judge=False, tokens=30),
+            _rec(0, "4", "Ada", valid_format=True, evidence_hit=False, judge=True, tokens=40)]
+    s = summarize(recs, draws=50)
+    assert s["em"] == 0.5 and s["judge"] == 0.5 and s["vf"] == 0.75 and s["vc"] == 0.75 and s["eh"] == 0.5
+    assert s["p_em_given_eh"] == 0.5 and s["p_em_given_not_eh"] == 0.5
+    assert s["outcomes"] == {"correct": 0.5, "invalid_format": 0.0, "loop_timeout": 0.25, "premature_stop": 0.25}
+    assert s["tokens_per_question"] == 25.0 and s["seeds"] == [0]
+    assert summarize([_rec(0, "1", "x", evidence_hit=None)], draws=10)["p_em_given_eh"] is None
+
+
+def test_bootstrap_ci_reflects_seed_variance() -> None:
+    # seed 0 answers everything, seed 1 nothing: the mean is 0.5 and the CI must span most of [0, 1]
+    recs = [_rec(s, str(q), "Ada" if s == 0 else "Bob") for s in (0, 1) for q in range(10)]
+    lo, hi = bootstrap_ci(recs, lambda rs: sum(r.metrics["em"] for r in rs) / len(rs), draws=400)
+    assert lo <= 0.05 and hi >= 0.95
+    same = [_rec(s, str(q), "Ada") for s in (0, 1, 2) for q in range(5)]
+    assert bootstrap_ci(same, lambda rs: sum(r.metrics["em"] for r in rs) / len(rs), draws=100) == (1.0, 1.0)
+    assert summarize(recs, draws=100)["em_per_seed"] == [1.0, 0.0]
+
+
+def test_breakdown_and_round_trip() -> None:
+    recs = [_rec(0, "1", "Ada", level="easy"), _rec(0, "2", "Bob", level="hard"), _rec(0, "3", "Ada")]
+    b = breakdown(recs, "level", draws=10)
+    assert set(b) == {"easy", "hard", "unknown"} and b["hard"]["em"] == 0.0
+    back = records_from([r.to_dict() for r in recs])
+    assert [r.outcome for r in back] == [r.outcome for r in recs]
+
+
+def test_report_files(tmp_path: Path) -> None:
+    recs = [_rec(s, str(q), "Ada" if q % 2 else "Bob", valid_format=True, judge=bool(q % 2), level="easy")
+            for s in (0, 1, 2) for q in range(4)]
+    report = {"systems": {"s": {"available": True, "kind": "python_cypher", "method": "m", "note": "",
+                                "summary": summarize(recs, draws=50), "by_level": breakdown(recs, "level", draws=10),
+                                "by_type": breakdown(recs, "qtype", draws=10)},
+                          "dpo": {"available": False, "note": "not trained: no preference pairs", "method": "DPO"}},
+              "order": ["0", "1", "2", "3"], "seeds": [0, 1, 2], "decoding": {"temperature": 0.7},
+              "judge_model": "judge-x", "normalisation": "squad", "records": [r.to_dict() for r in recs]}
+    paths = write_report(report, tmp_path / "r", "test report")
+    page = Path(paths["html"]).read_text()
+    assert page.count("data:image/png;base64,") == 2 and "src=\"http" not in page  # self-contained
+    assert "not trained: no preference pairs" in page and "judge-x" in page
+    md = Path(paths["markdown"]).read_text()
+    assert "| system |" in md and "0.500 [" in md
+    table = main_table(report)
+    assert table[0]["EM"].startswith("0.500") and table[1]["note"].startswith("not trained")
+    assert json.loads(Path(paths["json"]).read_text())["seeds"] == [0, 1, 2]
+    with pytest.raises(ValueError, match="unknown eval options"):
+        from components.evaluation.agents import EvalConfig
+
+        EvalConfig.from_dict({"temperatur": 1})

@@ -1,0 +1,99 @@
+"""An evaluation end to end on real parts: the library graph in Ladybug, the real sandbox and
+Graph-CoT API, the real embedding retriever, a real tiny model as every system and as the judge;
+the GraphRAG context; question files; the `graphdojo eval` command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from components.evaluation.agents import EvalConfig, graphrag_context
+from components.evaluation.questions import QuestionFileError, load_questions
+from components.evaluation.run import SystemSpec, evaluate_systems
+from components.graph.load import load_graph
+from tests.components.tools.test_graph_cot import library_graph
+
+ROWS = [{"id": "q1", "question": "Who wrote Attention Is All You Need?", "answer": "Ann Lee; Bob Stone",
+         "answer_type": "set", "level": "easy", "qtype": "relation_to_find"},
+        {"id": "q2", "question": "Where was Graph Neural Networks published?", "answer": "KDD", "level": "medium"}]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from components.llm.models import tiny_random_model
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("eval")
+    load_graph(library_graph(), root / "db")
+    return root / "db", tiny_random_model(root / "tiny", seed=0)
+
+
+def test_every_system_same_questions_seeds_and_judge(setup) -> None:
+    db, model = setup
+    systems = [SystemSpec("agent", "python_cypher", str(model)), SystemSpec("cot", "graph_cot", str(model)),
+               SystemSpec("rag", "graphrag", str(model)), SystemSpec("dpo", "python_cypher", None, note="not trained")]
+    config = EvalConfig(seeds=(0, 1), max_turns=2, max_new_tokens=8, threads=1)
+    report = evaluate_systems(systems, ROWS, str(db), config, judge_model_dir=str(model))
+    assert report["order"] == ["q1", "q2"] and report["seeds"] == [0, 1] and report["judge_model"] == str(model)
+    assert report["systems"]["dpo"] == {"available": False, "note": "not trained", "kind": "python_cypher", "method": ""}
+    records = report["records"]
+    assert len(records) == 3 * 2 * 2 and all(r["judge"] is not None for r in records)
+    for name in ("agent", "cot", "rag"):
+        s = report["systems"][name]["summary"]
+        assert s["records"] == 4 and s["seeds"] == [0, 1] and len(s["em_per_seed"]) == 2
+        assert sum(s["outcomes"].values()) == pytest.approx(1.0)
+        assert set(report["systems"][name]["by_level"]) == {"easy", "medium"}
+    # the random model never writes a valid step: tool agents end invalid or cut off, never "correct"
+    assert all(r["outcome"] != "correct" for r in records)
+    with pytest.raises(ValueError, match="no evaluation questions"):
+        evaluate_systems(systems[:1], [], str(db), config, judge_model_dir=str(model))
+
+
+def test_graphrag_context_walks_two_hops(setup) -> None:
+    from components.graph.ladybug import LadybugBackend
+    from components.tools.graph_cot import GraphCoT
+    from components.tools.retriever import NodeIndex, shared_embedder
+
+    db, _ = setup
+    with LadybugBackend(db) as backend:
+        api = GraphCoT(backend, index=NodeIndex.open(backend, shared_embedder(threads=1), progress=False,
+                                                     index_dir=db.parent / "index"))
+        one, ids1 = graphrag_context(api, "Attention Is All You Need", hops=1)
+        two, ids2 = graphrag_context(api, "Attention Is All You Need", hops=2)
+    assert "Ann Lee" in one or "ann" in ids1  # the paper's authors are one hop away
+    assert set(ids1) < set(ids2)  # the second hop reaches further (e.g. the authors' other papers)
+    assert len(graphrag_context.__defaults__ or ()) >= 0 and len(two) <= 3000
+
+
+def test_question_files(tmp_path: Path) -> None:
+    good = tmp_path / "grbench.jsonl"
+    good.write_text('{"qid": "a1", "question": "Who?", "answer": "Ann", "level": "Easy"}\n\n'
+                    '{"question": "Which?", "answer": ["x", "y"]}\n')
+    rows = load_questions(good)
+    assert [(r["id"], r["level"], r["answer"], r["answer_type"]) for r in rows] == [
+        ("a1", "easy", "Ann", None), ("3", None, "x; y", "set")]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "ok", "answer": "a"}\nnot json\n{"question": "", "answer": "a"}\n[1]\n')
+    with pytest.raises(QuestionFileError, match=r"3 bad line\(s\): line 2: not JSON.*line 3.*line 4"):
+        load_questions(bad)
+    with pytest.raises(QuestionFileError, match="cannot read"):
+        load_questions(tmp_path / "missing.jsonl")
+
+
+def test_eval_command(setup, tmp_path: Path, capsys) -> None:
+    from orchestration.cli import main
+
+    db, model = setup
+    qs = tmp_path / "q.jsonl"
+    qs.write_text("\n".join(json.dumps({"qid": r["id"], "question": r["question"], "answer": r["answer"]}) for r in ROWS))
+    rc = main(["eval", "--checkpoint", str(model), "--domain", "lib", "--db", str(db), "--questions", str(qs),
+               "--seeds", "0,1,2", "--max-turns", "1", "--max-new-tokens", "4", "--judge", str(model),
+               "--out", str(tmp_path / "out")])
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and out["questions"] == 2 and Path(out["report"]).is_file()
+    assert out["summary"]["system"] == "tiny" and "[" in out["summary"]["EM"]  # with its CI
+    assert main(["eval", "--checkpoint", str(tmp_path), "--domain", "lib", "--db", str(db)]) == 1
+    assert "not a Hugging Face model folder" in capsys.readouterr().err
