@@ -387,8 +387,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if curr is None:
             raise CliError(f"no curriculum_splits for {args.domain!r}: materialize it first, or pass --questions")
         rows = [r for r in read_parquet(curr.path) if r["split"] == "test"]
-    seeds = tuple(int(x) for x in args.seeds.split(","))
-    config = EvalConfig(seeds=seeds, max_questions=args.max_questions, max_turns=args.max_turns,
+    config = EvalConfig(samples=args.samples, seed=args.seed, max_questions=args.max_questions, max_turns=args.max_turns,
                         max_new_tokens=args.max_new_tokens)
     report = evaluate_systems([SystemSpec(Path(args.checkpoint).name, args.kind, str(args.checkpoint))], rows, db, config,
                               judge_model_dir=args.judge or str(smollm2_hf_dir(root)))
@@ -497,7 +496,8 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--questions", default=None, help="JSONL of question/answer (GRBench qid/question/answer/level)")
     ev.add_argument("--db", default=None, help="graph location (default: the domain's latest snapshot)")
     ev.add_argument("--kind", default="python_cypher", help="python_cypher | graph_cot | graphrag")
-    ev.add_argument("--seeds", default="0,1,2", help="comma-separated sampling seeds (CIs over them)")
+    ev.add_argument("--samples", type=int, default=3, help="sampled answers per question (CIs over them)")
+    ev.add_argument("--seed", type=int, default=0, help="the run's base seed")
     ev.add_argument("--max-questions", type=int, default=12)
     ev.add_argument("--max-turns", type=int, default=3)
     ev.add_argument("--max-new-tokens", type=int, default=96)

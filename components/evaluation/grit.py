@@ -29,18 +29,11 @@ from typing import Any, Final
 
 from components.tools.graph_ir import parse_graph_ir, solve
 
-__all__ = ["NAMINGS", "SCENARIOS", "TASKS", "GRAIN_SYSTEM_PROMPT", "GritConfig", "GritItem", "Scenario", "build_item",
+__all__ = ["NAMINGS", "SCENARIOS", "TASKS", "GritConfig", "GritItem", "Scenario", "build_item",
            "build_splits", "from_row", "generate_items"]
 
 TASKS: Final = ("shortest_path", "graph_coloring", "tsp", "vertex_cover", "bfs", "centrality")
 NAMINGS: Final = ("canonical", "random_id", "semantic", "mixed")
-
-GRAIN_SYSTEM_PROMPT: Final = (
-    "You solve graph problems with a graph tool. First write the problem as JSON inside "
-    "<graph>…</graph>: {\"problem_type\": …, \"graph\": {\"type\": \"adjacency_list\", \"data\": {node: "
-    "{neighbour: weight}}, \"directed\": false, \"weighted\": true}, \"parameters\": {…}}. The tool replies "
-    "inside <result>…</result>. Then give the final answer inside <answer>…</answer>."
-)
 
 
 @dataclass(frozen=True)

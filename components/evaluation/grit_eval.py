@@ -52,30 +52,29 @@ class GritRecord:
 
 def grit_records(system: str, backend: Any, items: Sequence[Mapping[str, Any]], config: EvalConfig, *,
                  new_tokens: int = 256) -> list[GritRecord]:
-    """One record per (seed, item) (``items``: rows with ``gold_ir`` decoded)."""
-    from components.evaluation.grit import GRAIN_SYSTEM_PROMPT
+    """One record per (item, sample) (``items``: rows with ``gold_ir`` decoded)."""
+    from components.tools.episodes import GRAPH_IR_SYSTEM_PROMPT
     from components.rollout.runner import STOPS, RolloutConfig, RolloutRunner
     from components.rubric.rewards import grain_correct, graph_structure_scores
     from components.tools.episodes import GraphIREnvironment
 
     rows = [{"question": it["question"], "answer": it["answer"], "answer_type": it.get("answer_type")} for it in items]
+    runner = RolloutRunner(backend, lambda: GraphIREnvironment(max_rounds=max(1, config.max_turns - 1)), RolloutConfig(
+        max_turns=config.max_turns, max_new_tokens=new_tokens, temperature=config.temperature, top_p=config.top_p,
+        seed=config.seed, stops=STOPS, system_prompt=GRAPH_IR_SYSTEM_PROMPT))
+    t0 = time.perf_counter()
+    recs = runner.run(rows, n=config.samples)  # row-major
+    latency = (time.perf_counter() - t0) / max(1, len(recs))
     out = []
-    for seed in config.seeds:
-        runner = RolloutRunner(backend, lambda: GraphIREnvironment(max_rounds=max(1, config.max_turns - 1)), RolloutConfig(
-            max_turns=config.max_turns, max_new_tokens=new_tokens, temperature=config.temperature, top_p=config.top_p,
-            seed=seed, stops=STOPS, system_prompt=GRAIN_SYSTEM_PROMPT))
-        t0 = time.perf_counter()
-        recs = runner.run(rows)
-        latency = (time.perf_counter() - t0) / max(1, len(recs))
-        for it, rec in zip(items, recs, strict=True):
-            blocks = _GRAPH.findall(rec.completion_text)
-            scores = graph_structure_scores(blocks[-1] if blocks else None, it["gold_ir"])
-            ans = rec.stats.answer
-            correct = grain_correct(ans, it["answer"], it.get("answer_type"))
-            out.append(GritRecord(system, seed, str(it["id"]), str(it["split"]), str(it["task"]), str(it["naming"]),
-                                  str(it["scenario"]), int(it["n_nodes"]), ans, str(it["answer"]), bool(correct),
-                                  bool(rec.stats.valid_format), scores["node_f1"], scores["edge_f1"], scores["exact"],
-                                  rec.stats.model_tokens, latency))
+    for k, rec in enumerate(recs):
+        it = items[k // config.samples]
+        blocks = _GRAPH.findall(rec.completion_text)
+        scores = graph_structure_scores(blocks[-1] if blocks else None, it["gold_ir"])
+        ans = rec.stats.answer
+        out.append(GritRecord(system, k % config.samples, str(it["id"]), str(it["split"]), str(it["task"]),
+                              str(it["naming"]), str(it["scenario"]), int(it["n_nodes"]), ans, str(it["answer"]),
+                              grain_correct(ans, it["answer"], it.get("answer_type")), bool(rec.stats.valid_format),
+                              scores["node_f1"], scores["edge_f1"], scores["exact"], rec.stats.model_tokens, latency))
     return out
 
 

@@ -52,7 +52,7 @@ def _run_system(spec: SystemSpec, rows: Sequence[Mapping[str, Any]], db_location
     from components.llm.transformers_backend import TransformersBackend
     from components.rollout.runner import CODE_STOPS, STOPS
     from components.tools.cot_env import GraphCoTEnvironment
-    from components.training._common import python_cypher_envs
+    from components.tools.episodes import python_cypher_envs
 
     llm = TransformersBackend(spec.model_dir, threads=config.threads)
     try:
@@ -122,7 +122,7 @@ def evaluate_systems(systems: Sequence[SystemSpec], rows: Sequence[Mapping[str, 
     return {
         "systems": out_systems,
         "order": [str(r.get("id")) for r in rows],
-        "seeds": list(config.seeds),
+        "seeds": list(config.seeds),  # sample indices (streams of the run seeded by decoding.seed)
         "decoding": asdict(config),
         "judge_model": judge.model_name,
         "normalisation": NORMALISATION,

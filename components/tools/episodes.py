@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from components.graph.schema import GraphSchema
 from components.tools.env import ParsedStep, RoundLoop, T_MAX, register_environment
@@ -26,7 +28,8 @@ from components.tools.protocol import StepKind
 from components.tools.sandbox import CellResult, SandboxEpisode, SandboxLimits
 from components.tools.traced import TracedResult
 
-__all__ = ["CodeCall", "GraphIREnvironment", "IRCall", "PythonCypherEnvironment", "returned_node_ids"]
+__all__ = ["GRAPH_IR_SYSTEM_PROMPT", "CodeCall", "GraphIREnvironment", "IRCall", "PythonCypherEnvironment",
+           "python_cypher_envs", "returned_node_ids"]
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _CODE = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.S)
@@ -181,3 +184,28 @@ class GraphIREnvironment(RoundLoop):
 
     def reply(self, observation: str) -> str:
         return f"\n\n<result>{observation}</result>\n\n"
+
+
+# GRAIN's instructions for the graph-IR environment (a system prompt; the task is the user turn)
+GRAPH_IR_SYSTEM_PROMPT: Final = (
+    "You solve graph problems with a graph tool. First write the problem as JSON inside "
+    "<graph>…</graph>: {\"problem_type\": …, \"graph\": {\"type\": \"adjacency_list\", \"data\": {node: "
+    "{neighbour: weight}}, \"directed\": false, \"weighted\": true}, \"parameters\": {…}}. The tool replies "
+    "inside <result>…</result>. Then give the final answer inside <answer>…</answer>."
+)
+
+
+@contextmanager
+def python_cypher_envs(db_location: str, *, max_rounds: int) -> Iterator[Callable[[], Any]]:
+    """A factory of Python + Cypher episodes over the graph at ``db_location`` (opened read-only
+    for the duration; one sandbox per episode)."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph import open_backend
+
+    backend = open_backend(db_location)
+    try:
+        schema = backend.schema()
+        qp = ReadOnlyQueryPath(backend, schema=schema)
+        yield lambda: PythonCypherEnvironment(qp, schema, max_rounds=max_rounds)
+    finally:
+        backend.close()

@@ -3,27 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-
-@contextmanager
-def python_cypher_envs(db_location: str, *, max_rounds: int) -> Iterator[Callable[[], Any]]:
-    """A factory of Python + Cypher episodes over the graph at ``db_location`` (opened read-only
-    for the duration; one sandbox per episode)."""
-    from components.cypher.query_path import ReadOnlyQueryPath
-    from components.graph import open_backend
-    from components.tools.episodes import PythonCypherEnvironment
-
-    backend = open_backend(db_location)
-    try:
-        schema = backend.schema()
-        qp = ReadOnlyQueryPath(backend, schema=schema)
-        yield lambda: PythonCypherEnvironment(qp, schema, max_rounds=max_rounds)
-    finally:
-        backend.close()
 
 
 def load(model_dir: str | Path, threads: int | None, *, left_pad: bool = False) -> tuple[Any, Any]:

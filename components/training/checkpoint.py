@@ -188,7 +188,7 @@ def train_checkpoint(rows: Sequence[Mapping[str, Any]], db_location: str, config
     docstring. Raises ``ValueError`` when no teacher trajectory survives."""
     from transformers import AutoTokenizer
 
-    from components.training._common import python_cypher_envs
+    from components.tools.episodes import python_cypher_envs
     from components.training.sft import SFTRunConfig, run_sft, sft_example
     from components.training.teacher import certified_teacher_records
 

@@ -38,7 +38,7 @@ def sample_preference_pairs(checkpoint_dir: str, rows: Sequence[Mapping[str, Any
     """``(pairs, report)`` for up to ``max_questions`` rows (``question``, ``answer``,
     ``answer_type``, ``id``); the report counts questions, pairs and drops by reason."""
     from components.llm.transformers_backend import TransformersBackend
-    from components.training._common import python_cypher_envs
+    from components.tools.episodes import python_cypher_envs
 
     rows = list(rows)[: config.max_questions]
     llm = TransformersBackend(checkpoint_dir, threads=config.threads)

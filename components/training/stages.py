@@ -124,7 +124,7 @@ def graphcert_grpo(start_dir: str | Path, rows: Sequence[Mapping[str, Any]], db_
     ``answer``, ``answer_type``, ``evidence_json``)."""
     from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphcert_reward
-    from components.training._common import python_cypher_envs
+    from components.tools.episodes import python_cypher_envs
     from components.training.grpo import MultiTurn, run_grpo
 
     t0, r = time.perf_counter(), config.resolved()
@@ -145,7 +145,7 @@ def graphdancer_rl(start_dir: str | Path, items: Sequence[Mapping[str, Any]], db
     ``question``, ``answer``…), prompts in curriculum order."""
     from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphdancer_reward
-    from components.training._common import python_cypher_envs
+    from components.tools.episodes import python_cypher_envs
     from components.training.grpo import MultiTurn, run_grpo
 
     t0, r = time.perf_counter(), config.resolved()
@@ -199,10 +199,9 @@ def grain_stage(items: Sequence[Mapping[str, Any]], config: TrainConfig, output_
     phases' curves are in the result (SFT steps first)."""
     from transformers import AutoTokenizer
 
-    from components.evaluation.grit import GRAIN_SYSTEM_PROMPT
     from components.rollout.runner import STOPS
     from components.rubric.rewards import grain_reward
-    from components.tools.episodes import GraphIREnvironment
+    from components.tools.episodes import GRAPH_IR_SYSTEM_PROMPT, GraphIREnvironment
     from components.training.grpo import MultiTurn, run_grpo
     from components.training.sft import SFTRunConfig, run_sft, sft_example
     from components.training.teacher import grain_teacher_steps, teacher_records
@@ -213,7 +212,7 @@ def grain_stage(items: Sequence[Mapping[str, Any]], config: TrainConfig, output_
     tokenizer = AutoTokenizer.from_pretrained(base)
     make_env = lambda: GraphIREnvironment(max_rounds=max(1, r["rl_turns"] - 1))  # noqa: E731
     records, dropped = teacher_records(items, grain_teacher_steps, make_env, tokenizer, stops=STOPS,
-                                       system_prompt=GRAIN_SYSTEM_PROMPT)
+                                       system_prompt=GRAPH_IR_SYSTEM_PROMPT)
     if not records:
         raise ValueError(f"no GRAIN teacher trajectory ran cleanly ({len(dropped)} dropped)")
     out = Path(output_dir)
@@ -222,7 +221,7 @@ def grain_stage(items: Sequence[Mapping[str, Any]], config: TrainConfig, output_
                   SFTRunConfig(max_steps=r["grain_sft_steps"], learning_rate=r["grain_learning_rate"],
                                batch_size=r["batch_size"], max_length=4096, seed=config.seed, threads=config.threads))
     data = grain_rows(items)
-    mt = MultiTurn(make_env, _rollout(r, config, STOPS, GRAIN_SYSTEM_PROMPT, r["grain_new_tokens"]))
+    mt = MultiTurn(make_env, _rollout(r, config, STOPS, GRAPH_IR_SYSTEM_PROMPT, r["grain_new_tokens"]))
     grpo = replace(_grpo_config(r, config, steps=r["rl_steps"]),
                    max_completion_length=r["rl_turns"] * r["grain_new_tokens"] + 1024)
     train = run_grpo(warm, data, [grain_reward], out, grpo, multi_turn=mt)

@@ -23,7 +23,8 @@ Schema of a file::
     train:                    # optional: TrainConfig (components/training/checkpoint.py)
       preset: cpu-demo        # cpu-tiny | cpu-demo | gpu (with model_dir)
     eval:                     # optional: EvalConfig (components/evaluation/agents.py)
-      seeds: [0, 1, 2]        # confidence intervals over these
+      samples: 3              # sampled runs per question; confidence intervals over them
+      seed: 0
       max_questions: 12       # of the test split, in its stored order
       max_turns: 3
       max_new_tokens: 96

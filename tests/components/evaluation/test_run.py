@@ -35,7 +35,7 @@ def test_every_system_same_questions_seeds_and_judge(setup) -> None:
     db, model = setup
     systems = [SystemSpec("agent", "python_cypher", str(model)), SystemSpec("cot", "graph_cot", str(model)),
                SystemSpec("rag", "graphrag", str(model)), SystemSpec("dpo", "python_cypher", None, note="not trained")]
-    config = EvalConfig(seeds=(0, 1), max_turns=2, max_new_tokens=8, threads=1)
+    config = EvalConfig(samples=2, max_turns=2, max_new_tokens=8, threads=1)
     report = evaluate_systems(systems, ROWS, str(db), config, judge_model_dir=str(model))
     assert report["order"] == ["q1", "q2"] and report["seeds"] == [0, 1] and report["judge_model"] == str(model)
     assert report["systems"]["dpo"] == {"available": False, "note": "not trained", "kind": "python_cypher", "method": ""}
@@ -90,7 +90,7 @@ def test_eval_command(setup, tmp_path: Path, capsys) -> None:
     qs = tmp_path / "q.jsonl"
     qs.write_text("\n".join(json.dumps({"qid": r["id"], "question": r["question"], "answer": r["answer"]}) for r in ROWS))
     rc = main(["eval", "--checkpoint", str(model), "--domain", "lib", "--db", str(db), "--questions", str(qs),
-               "--seeds", "0,1,2", "--max-turns", "1", "--max-new-tokens", "4", "--judge", str(model),
+               "--samples", "3", "--max-turns", "1", "--max-new-tokens", "4", "--judge", str(model),
                "--out", str(tmp_path / "out")])
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 0 and out["questions"] == 2 and Path(out["report"]).is_file()

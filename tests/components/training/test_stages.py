@@ -74,7 +74,8 @@ def test_dpo_stage_on_curriculum_ordered_pairs(tiny_model: Path, tmp_path: Path)
 def test_grain_teacher_trajectories_run_the_real_solver(tiny_model: Path) -> None:
     from transformers import AutoTokenizer
 
-    from components.evaluation.grit import GRAIN_SYSTEM_PROMPT, generate_items
+    from components.evaluation.grit import generate_items
+    from components.tools.episodes import GRAPH_IR_SYSTEM_PROMPT
     from components.rollout.runner import STOPS
     from components.rubric.rewards import grain_reward
     from components.tools.episodes import GraphIREnvironment
@@ -84,7 +85,7 @@ def test_grain_teacher_trajectories_run_the_real_solver(tiny_model: Path) -> Non
     broken = {**items[0], "gold_ir": {"problem_type": "shortest_path", "graph": {"data": {}}}}  # invalid IR
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     records, dropped = teacher_records(items + [broken], grain_teacher_steps, lambda: GraphIREnvironment(max_rounds=2),
-                                       tokenizer, stops=STOPS, system_prompt=GRAIN_SYSTEM_PROMPT)
+                                       tokenizer, stops=STOPS, system_prompt=GRAPH_IR_SYSTEM_PROMPT)
     assert len(records) == 6 and len(dropped) == 1
     for rec, item in zip(records, items, strict=True):
         assert rec.stats.answer == item["answer"] and "<result>" in rec.completion_text
