@@ -83,7 +83,7 @@ def eval_reports_asset(domain: str, train: TrainConfig, config: EvalConfig) -> l
             SystemSpec("graphdancer-rl→dpo", "python_cypher", dpo.path if dpo_current else None, "GraphDancer RL → DPO",
                        "" if dpo_current else "not trained: no preference pairs for the current stage-1 policy"),
         ]
-        judge_dir = str(smollm2_hf_dir(store.root))
+        judge_dir = config.judge_model_dir or str(smollm2_hf_dir())
         used = [p.fingerprint for p in parents] + [s.fingerprint for s in stages.values() if s is not None]
         fingerprint = chain_fingerprint(used, f"{VERSION}:{code_digest(evaluation_pkg.__path__[0])}",
                                         {"config": vars(config), "systems": [vars(s) for s in systems], "judge": judge_dir})

@@ -47,6 +47,7 @@ class EvalConfig:
     max_new_tokens: int = 96
     max_questions: int = 12
     threads: int | None = None
+    judge_model_dir: str | None = None  # a local Hugging Face folder; None: SmolLM2-135M-Instruct
 
     def __post_init__(self) -> None:
         if self.samples < 1 or self.max_turns < 1 or self.max_new_tokens < 1 or self.max_questions < 1:

@@ -96,7 +96,6 @@ def evaluate_systems(systems: Sequence[SystemSpec], rows: Sequence[Mapping[str, 
     try:
         for spec in systems:
             if spec.model_dir is None:
-                out_systems[spec.name] = {"available": False, "note": spec.note, "kind": spec.kind, "method": spec.method}
                 continue
             t0 = time.perf_counter()
             recs = _run_system(spec, rows, db_location, config, {"api": api})
@@ -112,8 +111,9 @@ def evaluate_systems(systems: Sequence[SystemSpec], rows: Sequence[Mapping[str, 
         judge.judge(records)
     finally:
         judge_llm.close()
-    for spec in systems:
+    for spec in systems:  # in the given order
         if spec.model_dir is None:
+            out_systems[spec.name] = {"available": False, "note": spec.note, "kind": spec.kind, "method": spec.method}
             continue
         recs = [r for r in records if r.system == spec.name]
         out_systems[spec.name] = {"available": True, "kind": spec.kind, "method": spec.method, "model": spec.model_dir,

@@ -28,6 +28,7 @@ Schema of a file::
       max_questions: 12       # of the test split, in its stored order
       max_turns: 3
       max_new_tokens: 96
+      judge_model_dir: null   # the LLM judge (default: SmolLM2-135M-Instruct)
 
 Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
 """

@@ -22,6 +22,8 @@ from assets.training import (
     preference_pairs_asset,
     rl_stage_assets,
 )
+from assets.evaluation import eval_reports_asset, grit_eval_asset
+from components.evaluation.agents import EvalConfig
 from components.evaluation.grit import GritConfig
 from components.certify.dataset import CertifyConfig
 from components.graph.snapshot import SourceSpec
@@ -37,11 +39,16 @@ def _materialized(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
 
 
 def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
+    from components.llm.models import tiny_random_model
+
     train = TrainConfig(preset="cpu-tiny", max_steps=6, threads=1)
+    judge = str(tiny_random_model(tmp_path / "judge", seed=1))
+    evaluate = EvalConfig(samples=2, max_questions=2, max_turns=1, max_new_tokens=8, threads=1, judge_model_dir=judge)
     defs = [*graph_snapshot_asset("bio", SOURCE), *qa_candidates_asset("bio", QuizConfig(template_n=16, llm_n=0, seed=2)),
             *certified_dataset_asset("bio", CertifyConfig(fault_sample=0)), *curriculum_splits_asset("bio"),
             *checkpoints_asset("bio", train), *rl_stage_assets("bio", train), *preference_pairs_asset("bio", train),
-            *grit_tasks_asset(GritConfig(train=8, test=4, ood=4)), *grain_checkpoint_asset(train)]
+            *grit_tasks_asset(GritConfig(train=8, test=4, ood=4)), *grain_checkpoint_asset(train),
+            *eval_reports_asset("bio", train, evaluate), *grit_eval_asset(train, evaluate)]
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)),
                                                  "graph": GraphBackendResource()}, instance=instance)
@@ -83,6 +90,21 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert len(grain_steps) == 6 + 2  # SFT steps (preset grain_sft_steps), then the GRPO steps
     assert materialized["tasks"]["items"].value == 16
 
+    # the evaluation: every system side by side on the test split; the untrained DPO listed as such
+    ev = materialized["eval_reports"]
+    rows = {r.data["system"]: r.data for r in ev["systems"].value.records}
+    assert list(rows) == ["base (before training)", "graph-cot zero-shot", "graphrag", "sft-only", "graphcert-grpo",
+                          "graphdancer-rl", "graphdancer-rl→dpo"]
+    assert rows["graphdancer-rl→dpo"]["note"].startswith("not trained")
+    assert all("[" in rows[n]["F1"] for n in list(rows)[:-1])  # every available system has its CI
+    assert ev["judge_model"].value == judge and ev["seeds"].value == [0, 1]
+    page = Path(ev["report_html"].value).read_text()
+    assert "data:image/png;base64," in page and "P(EM|EH)" in page and "premature_stop" in page
+    grit = materialized["eval_report"]
+    overview = {r.data["system"]: r.data for r in grit["overview"].value.records}
+    assert set(overview) == {"base (before training)", "grain"} and grit["items"].value == 4  # 2 test + 2 OOD
+    assert "variance across namings" in overview["grain"] and "ID − OOD gap" in overview["grain"]
+
 
 def test_train_config_validation() -> None:
     assert TrainConfig.from_dict({"preset": "cpu-demo"}).resolved()["max_steps"] == 16
@@ -93,3 +115,4 @@ def test_train_config_validation() -> None:
         TrainConfig.from_dict({"preset": "gpu"})
     with pytest.raises(ValueError, match="unknown train options"):
         TrainConfig.from_dict({"epochs": 3})
+

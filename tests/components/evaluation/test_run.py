@@ -39,6 +39,7 @@ def test_every_system_same_questions_seeds_and_judge(setup) -> None:
     report = evaluate_systems(systems, ROWS, str(db), config, judge_model_dir=str(model))
     assert report["order"] == ["q1", "q2"] and report["seeds"] == [0, 1] and report["judge_model"] == str(model)
     assert report["systems"]["dpo"] == {"available": False, "note": "not trained", "kind": "python_cypher", "method": ""}
+    assert list(report["systems"]) == ["agent", "cot", "rag", "dpo"]  # the given order
     records = report["records"]
     assert len(records) == 3 * 2 * 2 and all(r["judge"] is not None for r in records)
     for name in ("agent", "cot", "rag"):
