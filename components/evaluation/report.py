@@ -56,7 +56,7 @@ def _md_table(rows: Sequence[Mapping[str, str]]) -> str:
     cols: list[str] = []
     for r in rows:
         cols += [c for c in r if c not in cols]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(str(r.get(c, "")).replace("|", "\\|") for c in cols) + " |" for r in rows]
     return "\n".join(lines)
 

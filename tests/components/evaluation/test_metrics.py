@@ -70,7 +70,9 @@ def test_report_files(tmp_path: Path) -> None:
     assert page.count("data:image/png;base64,") == 2 and "src=\"http" not in page  # self-contained
     assert "not trained: no preference pairs" in page and "judge-x" in page
     md = Path(paths["markdown"]).read_text()
-    assert "| system |" in md and "0.500 [" in md
+    assert "| system |" in md and "0.500 [" in md and "P(EM\\|EH)" in md  # a header's "|" cannot split the table
+    header = next(line for line in md.splitlines() if line.startswith("| system | method |"))
+    assert header.replace("\\|", "").count("|") == len(main_table(report)[0]) + 1
     table = main_table(report)
     assert table[0]["EM"].startswith("0.500") and table[1]["note"].startswith("not trained")
     assert json.loads(Path(paths["json"]).read_text())["seeds"] == [0, 1, 2]
