@@ -143,7 +143,7 @@ def grit_eval_asset(train: TrainConfig, config: EvalConfig) -> list:
         if tasks is None or grain is None:
             raise dg.Failure(f"materialize {GRIT_PREFIX}/{GRAIN} first")
         rows = [from_row(r) for r in read_parquet(tasks.path)]
-        items = [r for split in ("test", "ood", "large") for r in [x for x in rows if x["split"] == split][: config.max_questions]]
+        items = [r for split in ("test", "ood", "large") for r in [x for x in rows if x["split"] == split][: config.grit_per_split]]
         systems = {"base (before training)": str(base_model_dir(train, store.root)), "grain": grain.path}
         new_tokens = train.resolved()["grain_new_tokens"]
         fingerprint = chain_fingerprint([tasks.fingerprint, grain.fingerprint],

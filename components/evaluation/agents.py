@@ -48,10 +48,11 @@ class EvalConfig:
     max_questions: int = 12
     threads: int | None = None
     judge_model_dir: str | None = None  # a local Hugging Face folder; None: SmolLM2-135M-Instruct
+    grit_per_split: int = 6  # GRIT-style items per split (test, ood, large) in grit/eval_report
 
     def __post_init__(self) -> None:
-        if self.samples < 1 or self.max_turns < 1 or self.max_new_tokens < 1 or self.max_questions < 1:
-            raise ValueError("samples, max_turns, max_new_tokens and max_questions must be >= 1")
+        if min(self.samples, self.max_turns, self.max_new_tokens, self.max_questions, self.grit_per_split) < 1:
+            raise ValueError("samples, max_turns, max_new_tokens, max_questions and grit_per_split must be >= 1")
 
     @property
     def seeds(self) -> tuple[int, ...]:

@@ -29,6 +29,7 @@ Schema of a file::
       max_turns: 3
       max_new_tokens: 96
       judge_model_dir: null   # the LLM judge (default: SmolLM2-135M-Instruct)
+      grit_per_split: 6       # GRIT-style items per split in grit/eval_report (default domain)
 
 Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
 """
