@@ -27,4 +27,5 @@ MODEL="${1:-}"
 if [ -z "$MODEL" ]; then
   MODEL="$("$PY" -c 'from components.llm.models import smollm2_hf_dir; print(smollm2_hf_dir())')"
 fi
-timeout 450 "$PY" benchmarks/train_step.py --model "$MODEL" --steps 4 --turns 3 --tokens-per-turn 64 --batch 16 --generations 8
+VLLM_FLAG="$("$PY" -c 'import importlib.util as u; print("--vllm" if u.find_spec("vllm") else "")')"
+timeout 450 "$PY" benchmarks/train_step.py --model "$MODEL" --steps 4 --turns 3 --tokens-per-turn 64 --batch 16 --generations 8 $VLLM_FLAG

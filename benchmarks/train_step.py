@@ -36,6 +36,7 @@ def main() -> None:
     p.add_argument("--generations", type=int, default=4)
     p.add_argument("--model", default=None)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--vllm", action="store_true", help="generate with a colocated vLLM engine (GPU only)")
     args = p.parse_args()
 
     from components.graph.ladybug import LadybugBackend
@@ -57,7 +58,7 @@ def main() -> None:
             "Which papers did author_4 write?")] * 8
         budget = args.turns * args.tokens_per_turn
         cfg = GRPORunConfig(max_steps=args.steps, batch_size=args.batch, num_generations=args.generations,
-                            learning_rate=1e-5, max_completion_length=budget, threads=args.threads)
+                            learning_rate=1e-5, max_completion_length=budget, threads=args.threads, use_vllm=args.vllm)
         single = run_grpo(model, rows, [graphdancer_reward], Path(tmp) / "single",
                           GRPORunConfig(**{**cfg.__dict__, "max_completion_length": budget}))
         with LadybugBackend(Path(tmp) / "db") as backend:

@@ -82,6 +82,25 @@ class VLLMBackend:
         except Exception as exc:  # vLLM raises many kinds (CUDA, config, OOM)
             raise LLMError(f"vllm could not load {path}: {exc}") from exc
 
+    @classmethod
+    def wrap(cls, llm: Any, tokenizer: Any | None = None, *, chat_template: str | None = None) -> VLLMBackend:
+        """A backend over an already running ``vllm.LLM`` (e.g. TRL's colocated engine, whose
+        weights TRL syncs from the policy before each rollout), without loading anything."""
+        self = cls.__new__(cls)
+        self._vllm = _import_vllm()
+        self._llm, self.chat_template = llm, chat_template
+        self._tokenizer = tokenizer
+        model_config = getattr(getattr(llm, "llm_engine", None), "model_config", None)
+        self.model_name = str(getattr(model_config, "model", "vllm"))
+        return self
+
+    @property
+    def tokenizer(self) -> Any:
+        """The engine's tokenizer (what the rollout runner templates and decodes with)."""
+        if getattr(self, "_tokenizer", None) is None:
+            self._tokenizer = self._llm.get_tokenizer()
+        return self._tokenizer
+
     def generate(
         self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams
     ) -> list[list[Generation]]:

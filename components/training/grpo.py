@@ -31,7 +31,22 @@ from typing import Any
 from components.rollout.runner import RolloutConfig, RolloutRunner
 from components.tools.env import ToolEnvironment
 
-__all__ = ["GRPORunConfig", "MultiTurn", "TrainResult", "rollout_summary", "run_grpo"]
+__all__ = ["GRPORunConfig", "MultiTurn", "TrainResult", "policy_backend", "rollout_summary", "run_grpo"]
+
+
+def policy_backend(trainer: Any) -> Any:
+    """The token-level backend that samples from the policy being trained: TRL's colocated vLLM
+    engine when the run uses vLLM (TRL syncs the policy's weights into it before each rollout),
+    else the policy itself through transformers."""
+    vllm_generation = getattr(trainer, "vllm_generation", None)
+    engine = getattr(vllm_generation, "llm", None) if getattr(trainer, "use_vllm", False) else None
+    if engine is not None:
+        from components.llm.vllm_backend import VLLMBackend
+
+        return VLLMBackend.wrap(engine, trainer.processing_class)
+    from components.llm.transformers_backend import TransformersBackend
+
+    return TransformersBackend.wrap(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class)
 
 
 def rollout_summary(stats: Sequence[Any]) -> dict[str, float]:
@@ -59,6 +74,7 @@ class GRPORunConfig:
     seed: int = 0
     threads: int | None = None
     shuffle: bool = True  # False: prompts are taken in dataset order (a precomputed curriculum)
+    use_vllm: bool = False  # generate with a vLLM engine colocated with training (GPU; the gpu preset)
 
     def __post_init__(self) -> None:
         if self.batch_size % self.num_generations:
@@ -91,11 +107,8 @@ class MultiTurn:
         """TRL 1.16 hands ``rollout_func`` each prompt already repeated ``num_generations`` times
         (one entry per completion, as its reward columns are; verified here, whatever its
         docstring says), so one episode is played per entry."""
-        from components.llm.transformers_backend import TransformersBackend
-
         def rollout(prompts: Sequence[Any], trainer: Any) -> dict[str, Any]:
-            model = trainer.accelerator.unwrap_model(trainer.model)
-            backend = TransformersBackend.wrap(model, trainer.processing_class)
+            backend = policy_backend(trainer)
             rows = [{"question": p if isinstance(p, str) else str(p[-1]["content"])} for p in prompts]
             step = len(self.history)  # a fresh, reproducible sampling stream per generation step
             config = self.rollout if self.rollout.seed is None else replace(self.rollout, seed=self.rollout.seed + 7919 * step)
@@ -136,7 +149,8 @@ def run_grpo(model_dir: str | Path, rows: Sequence[dict[str, Any]], reward_funcs
         max_steps=config.max_steps, learning_rate=config.learning_rate,
         per_device_train_batch_size=config.batch_size, num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
-        epsilon=config.epsilon, shuffle_dataset=config.shuffle, **common_args(output_dir, config.seed),
+        epsilon=config.epsilon, shuffle_dataset=config.shuffle, use_vllm=config.use_vllm,
+        **({"vllm_mode": "colocate"} if config.use_vllm else {}), **common_args(output_dir, config.seed),
     )
     trainer = GRPOTrainer(
         model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=Dataset.from_list([dict(r) for r in rows]),
