@@ -41,7 +41,7 @@ def domain_assets(cfg: DomainConfig) -> list:
 def grit_assets(cfg: DomainConfig) -> list:
     """The domain-independent GRIT-style tasks, the GRAIN checkpoint and its evaluation (with the
     default domain's training preset and evaluation settings)."""
-    return [*grit_tasks_asset(), *grain_checkpoint_asset(cfg.train), *grit_eval_asset(cfg.train, cfg.evaluate)]
+    return [*grit_tasks_asset(cfg.grit), *grain_checkpoint_asset(cfg.train), *grit_eval_asset(cfg.train, cfg.evaluate)]
 
 
 def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root: str | None = None) -> dg.Definitions:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import random
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -98,6 +98,44 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     Scenario("hub_airport", "centrality",
              "Airlines fly direct routes. {edges} Which airport is the best connected (highest degree "
              "centrality)?", "There is a direct route between {u} and {v}.", _CITIES),
+    # a third and fourth phrasing per task (GRAIN Table 8-style real-world framings)
+    Scenario("power_grid", "shortest_path",
+             "A utility maps its power lines between substations; each line has a loss in kilowatts. {edges} What "
+             "is the smallest total loss on a route from {source} to {target}?", "The {u}–{v} line loses {w} kW.",
+             _CITIES, True),
+    Scenario("hiking", "shortest_path",
+             "Trails connect mountain huts. {edges} How many hours does the quickest hike from {source} to "
+             "{target} take?", "The trail from {u} to {v} takes {w} hours.", _PEOPLE, True),
+    Scenario("lab_shifts", "graph_coloring",
+             "Lab instruments that share a power circuit cannot run in the same shift. {edges} What is the "
+             "minimum number of shifts?", "The {u} and {v} instruments share a circuit.", _LABS),
+    Scenario("seating", "graph_coloring",
+             "Guests who dislike each other must sit at different tables. {edges} How many tables are needed at "
+             "least?", "{u} dislikes {v}.", _PEOPLE),
+    Scenario("drone_delivery", "tsp",
+             "A drone leaves {start}, visits every drop point exactly once and returns. {edges} What is the "
+             "shortest total flight time?", "Flying between {u} and {v} takes {w} minutes.", _CITIES, True),
+    Scenario("inspection", "tsp",
+             "An inspector starts at the {start} lab, inspects every lab once and comes back. {edges} What is the "
+             "shortest total walking distance?", "The {u} and {v} labs are {w} hundred metres apart.", _LABS, True),
+    Scenario("firewalls", "vertex_cover",
+             "Every network link must have a firewall on at least one of its two servers. {edges} What is the "
+             "fewest servers that need a firewall?", "Server {u} links to server {v}.", _LABS),
+    Scenario("guards", "vertex_cover",
+             "A museum places guards in rooms; a guard watches every doorway of its room. {edges} What is the "
+             "fewest guards that watch every doorway?", "A doorway joins rooms {u} and {v}.", _CITIES),
+    Scenario("citation_crawl", "bfs",
+             "A crawler starts at {source} and follows links breadth-first, neighbours in alphabetical order. "
+             "{edges} In what order are the pages visited?", "Pages {u} and {v} link to each other.", _LABS),
+    Scenario("phone_tree", "bfs",
+             "A phone tree starts with {source}; each person calls their contacts in alphabetical order, breadth "
+             "first. {edges} In what order are people reached?", "{u} and {v} have each other's number.", _PEOPLE),
+    Scenario("gene_hub", "centrality",
+             "In a protein interaction network, {edges} Which protein has the most interactions (highest "
+             "degree centrality)?", "{u} interacts with {v}.", _LABS),
+    Scenario("club", "centrality",
+             "In a sports club, {edges} Who has played the most different partners (highest degree "
+             "centrality)?", "{u} has played with {v}.", _PEOPLE),
 )
 
 
@@ -129,18 +167,22 @@ def from_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _random_edges(rng: random.Random, n: int, task: str) -> list[tuple[int, int, int]]:
-    """A connected graph on ``0 … n−1``: a random spanning tree plus extra edges (complete for TSP),
-    weights 1–9 (unused by the unweighted tasks)."""
-    if task == "tsp":
-        pairs = [(u, v) for u in range(n) for v in range(u + 1, n)]
+    """A connected graph on ``0 … n−1`` with weights 1–9 (unused by the unweighted tasks): a random
+    spanning tree (a random Hamiltonian cycle for TSP, so a tour exists) plus extra edges at an
+    expected extra degree of about 2 (3 for colouring / vertex cover) — sparse enough that a
+    60-node story stays readable, complete for TSP up to 8 nodes."""
+    order = list(range(n))
+    rng.shuffle(order)
+    if task == "tsp" and n <= 8:
+        pairs = {(u, v) for u in range(n) for v in range(u + 1, n)}
+    elif task == "tsp":
+        pairs = {tuple(sorted((order[i], order[(i + 1) % n]))) for i in range(n)}
     else:
-        order = list(range(n))
-        rng.shuffle(order)
         pairs = {tuple(sorted((order[i], order[rng.randrange(i)]))) for i in range(1, n)}
-        density = 0.3 if task in ("graph_coloring", "vertex_cover") else 0.15
-        pairs |= {(u, v) for u in range(n) for v in range(u + 1, n) if rng.random() < density}
-        pairs = sorted(pairs)
-    return [(u, v, rng.randint(1, 9)) for u, v in pairs]
+    extra = 3.0 if task in ("graph_coloring", "vertex_cover") else 2.0
+    density = min(0.3, extra / max(1, n - 1))
+    pairs |= {(u, v) for u in range(n) for v in range(u + 1, n) if rng.random() < density}
+    return [(u, v, rng.randint(1, 9)) for u, v in sorted(pairs)]
 
 
 def _names(rng: random.Random, n: int, naming: str, pool: Sequence[str]) -> list[str]:
@@ -153,9 +195,10 @@ def _names(rng: random.Random, n: int, naming: str, pool: Sequence[str]) -> list
     rng.shuffle(random_ids)
     if naming == "random_id":
         return random_ids
-    if n > len(pool):
-        raise ValueError(f"the scenario's name pool has {len(pool)} names; {n} nodes asked")
-    semantic = rng.sample(list(pool), n)
+    if n > 3 * len(pool):
+        raise ValueError(f"the scenario's name pool has {len(pool)} names; at most {3 * len(pool)} nodes")
+    names = list(pool) + [f"{q} {p}" for q in ("North", "South") for p in pool]  # larger graphs
+    semantic = rng.sample(names[: max(n, len(pool))], n)
     if naming == "semantic":
         return semantic
     return [semantic[i] if rng.random() < 0.5 else random_ids[i] for i in range(n)]
@@ -207,7 +250,7 @@ def build_item(scenario: Scenario, naming: str, n_nodes: int, seed: int) -> Grit
                     seed, question, answer, answer_type, gold_ir)
 
 
-def generate_items(count: int, *, sizes: tuple[int, int] = (5, 8), scenarios: Sequence[Scenario] = SCENARIOS,
+def generate_items(count: int, *, sizes: tuple[int, int] = (10, 40), scenarios: Sequence[Scenario] = SCENARIOS,
                    namings: Sequence[str] = NAMINGS, seed: int = 0) -> list[GritItem]:
     """``count`` items, round-robin over scenarios × namings, sizes uniform in ``sizes`` (inclusive)."""
     rng = random.Random(seed)
@@ -222,17 +265,37 @@ def generate_items(count: int, *, sizes: tuple[int, int] = (5, 8), scenarios: Se
 
 @dataclass(frozen=True)
 class GritConfig:
-    """Sizes of the GRIT-style splits: ``train`` and ``test`` share scenarios (different graphs),
-    ``ood`` uses only the scenarios in ``ood_scenarios``, which training never sees."""
+    """The GRIT-style splits (SPEC §8, GRAIN's GRIT): ``train`` and ``test`` share scenarios
+    (different graphs) with ``sizes`` nodes; ``large`` uses the same scenarios on ``large_sizes``
+    nodes (larger-graph generalisation); ``ood`` uses only ``ood_scenarios`` (one per task), which
+    training never sees. Defaults are GRIT's 10–40 / 40–60 nodes; the CPU demo configures smaller
+    graphs (a 40-node story is thousands of tokens)."""
 
     train: int = 48
     test: int = 24
     ood: int = 24
-    sizes: tuple[int, int] = (5, 8)
+    large: int = 12
+    sizes: tuple[int, int] = (10, 40)
+    large_sizes: tuple[int, int] = (40, 60)
     ood_scenarios: tuple[str, ...] = ("hospital_transfer", "radio", "museum_tour", "mentors", "outbreak", "hub_airport")
     seed: int = 0
 
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> GritConfig:
+        """A domain YAML's ``grit:`` section; unknown keys are an error."""
+        raw = dict(raw or {})
+        unknown = set(raw) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown grit options {sorted(unknown)}")
+        for key in ("sizes", "large_sizes", "ood_scenarios"):
+            if key in raw:
+                raw[key] = tuple(raw[key])
+        return cls(**raw)
+
     def __post_init__(self) -> None:
+        for lo, hi in (self.sizes, self.large_sizes):
+            if not 2 <= lo <= hi:
+                raise ValueError(f"node ranges need 2 <= low <= high, got {(lo, hi)}")
         known = {s.name for s in SCENARIOS}
         unknown = set(self.ood_scenarios) - known
         if unknown:
@@ -242,13 +305,14 @@ class GritConfig:
 
 
 def build_splits(config: GritConfig = GritConfig()) -> list[dict[str, Any]]:
-    """Rows (:meth:`GritItem.to_row`) of the train / test / ood splits; seeds differ per split,
-    so no graph is shared between them."""
+    """Rows (:meth:`GritItem.to_row`) of the train / test / ood / large splits; seeds differ per
+    split, so no graph is shared between them."""
     ind = [s for s in SCENARIOS if s.name not in config.ood_scenarios]
     ood = [s for s in SCENARIOS if s.name in config.ood_scenarios]
     rows = []
-    for split, count, scenarios, offset in (("train", config.train, ind, 0), ("test", config.test, ind, 1),
-                                            ("ood", config.ood, ood, 2)):
-        items = generate_items(count, sizes=config.sizes, scenarios=scenarios, seed=config.seed * 3 + offset)
+    for split, count, scenarios, sizes, offset in (
+            ("train", config.train, ind, config.sizes, 0), ("test", config.test, ind, config.sizes, 1),
+            ("ood", config.ood, ood, config.sizes, 2), ("large", config.large, ind, config.large_sizes, 3)):
+        items = generate_items(count, sizes=sizes, scenarios=scenarios, seed=config.seed * 4 + offset)
         rows += [it.to_row(split) for it in items]
     return rows

@@ -30,6 +30,8 @@ Schema of a file::
       max_new_tokens: 96
       judge_model_dir: null   # the LLM judge (default: SmolLM2-135M-Instruct)
       grit_per_split: 6       # GRIT-style items per split in grit/eval_report (default domain)
+    grit:                     # optional, read from the default domain: GritConfig (components/evaluation/grit.py)
+      sizes: [10, 40]         # train / test / ood nodes; large_sizes: [40, 60]
 
 Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
 """
@@ -44,6 +46,7 @@ import yaml
 
 from components.certify.dataset import CertifyConfig
 from components.evaluation.agents import EvalConfig
+from components.evaluation.grit import GritConfig
 from components.graph.snapshot import SourceSpec
 from components.training.checkpoint import TrainConfig
 from components.quizzer.run import QuizConfig
@@ -69,6 +72,7 @@ class DomainConfig:
     certify: CertifyConfig = CertifyConfig()
     train: TrainConfig = TrainConfig()
     evaluate: EvalConfig = EvalConfig()
+    grit: GritConfig = GritConfig()
 
 
 def _load(path: Path) -> DomainConfig:
@@ -105,6 +109,10 @@ def _load(path: Path) -> DomainConfig:
         evaluate = EvalConfig.from_dict(raw.get("eval"))
     except (TypeError, ValueError) as exc:
         raise DomainConfigError(f"{path}: eval: {exc}") from exc
+    try:
+        grit = GritConfig.from_dict(raw.get("grit"))
+    except (TypeError, ValueError) as exc:
+        raise DomainConfigError(f"{path}: grit: {exc}") from exc
     if certify.eval_questions and not Path(certify.eval_questions).is_file():
         raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
     return DomainConfig(
@@ -113,6 +121,7 @@ def _load(path: Path) -> DomainConfig:
         certify=certify,
         train=train,
         evaluate=evaluate,
+        grit=grit,
         source=SourceSpec(str(src["format"]), location, dict(src.get("options") or {})),
         description=str(raw.get("description", "")),
         default=bool(raw.get("default", False)),

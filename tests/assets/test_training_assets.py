@@ -48,7 +48,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     defs = [*graph_snapshot_asset("bio", SOURCE), *qa_candidates_asset("bio", QuizConfig(template_n=16, llm_n=0, seed=2)),
             *certified_dataset_asset("bio", CertifyConfig(fault_sample=0)), *curriculum_splits_asset("bio"),
             *checkpoints_asset("bio", train), *rl_stage_assets("bio", train), *preference_pairs_asset("bio", train),
-            *grit_tasks_asset(GritConfig(train=8, test=4, ood=4)), *grain_checkpoint_asset(train),
+            *grit_tasks_asset(GritConfig(train=8, test=4, ood=4, large=2, sizes=(5, 8), large_sizes=(9, 12))), *grain_checkpoint_asset(train),
             *eval_reports_asset("bio", train, evaluate), *grit_eval_asset(train, evaluate)]
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)),
@@ -89,7 +89,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert "no PPO trainer" in (Path(materialized["graphdancer_rl"]["path"].value) / "README.md").read_text()
     grain_steps = [r.data for r in materialized["grain_checkpoint"]["curves"].value.records]
     assert len(grain_steps) == 6 + 2  # SFT steps (preset grain_sft_steps), then the GRPO steps
-    assert materialized["tasks"]["items"].value == 16
+    assert materialized["tasks"]["items"].value == 18
 
     # the evaluation: every system side by side on the test split; the untrained DPO listed as such
     ev = materialized["eval_reports"]
@@ -103,7 +103,8 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert "data:image/png;base64," in page and "P(EM|EH)" in page and "premature_stop" in page
     grit = materialized["eval_report"]
     overview = {r.data["system"]: r.data for r in grit["overview"].value.records}
-    assert set(overview) == {"base (before training)", "grain"} and grit["items"].value == 4  # 2 test + 2 OOD
+    assert set(overview) == {"base (before training)", "grain"} and grit["items"].value == 6  # 2 test, OOD, large
+    assert overview["grain"]["accuracy (large)"] != "–"
     assert "variance across namings" in overview["grain"] and "ID − OOD gap" in overview["grain"]
 
 

@@ -9,7 +9,16 @@ from collections import deque
 import networkx as nx
 import pytest
 
-from components.evaluation.grit import NAMINGS, SCENARIOS, GritConfig, build_item, build_splits, from_row, generate_items
+from components.evaluation.grit import (
+    NAMINGS,
+    SCENARIOS,
+    TASKS,
+    GritConfig,
+    build_item,
+    build_splits,
+    from_row,
+    generate_items,
+)
 from components.rubric.metrics import exact_match
 
 
@@ -83,10 +92,13 @@ def test_namings_are_isomorphic_renamings(scenario) -> None:
 
 
 def test_splits_keep_ood_scenarios_out_of_training() -> None:
-    config = GritConfig(train=24, test=12, ood=12)
+    config = GritConfig(train=24, test=12, ood=12, large=6)  # GRIT's sizes: 10–40 nodes, large 40–60
     rows = build_splits(config)
-    by_split = {s: [r for r in rows if r["split"] == s] for s in ("train", "test", "ood")}
-    assert {s: len(v) for s, v in by_split.items()} == {"train": 24, "test": 12, "ood": 12}
+    by_split = {s: [r for r in rows if r["split"] == s] for s in ("train", "test", "ood", "large")}
+    assert {s: len(v) for s, v in by_split.items()} == {"train": 24, "test": 12, "ood": 12, "large": 6}
+    assert all(10 <= r["n_nodes"] <= 40 for s in ("train", "test", "ood") for r in by_split[s])
+    assert all(40 <= r["n_nodes"] <= 60 for r in by_split["large"])
+    assert len({s.name for s in SCENARIOS}) >= 20 and {s.task for s in SCENARIOS} == set(TASKS)
     assert not {r["scenario"] for r in by_split["train"] + by_split["test"]} & set(config.ood_scenarios)
     assert {r["scenario"] for r in by_split["ood"]} <= set(config.ood_scenarios)
     assert not {r["seed"] for r in by_split["train"]} & {r["seed"] for r in by_split["test"]}
@@ -100,5 +112,10 @@ def test_bad_configs_are_clear_errors() -> None:
     with pytest.raises(ValueError, match="unknown naming"):
         build_item(SCENARIOS[0], "klingon", 5, 0)
     with pytest.raises(ValueError, match="name pool"):
-        build_item(SCENARIOS[0], "semantic", 40, 0)
+        build_item(SCENARIOS[0], "semantic", 100, 0)
+    with pytest.raises(ValueError, match="node ranges"):
+        GritConfig(sizes=(8, 5))
+    with pytest.raises(ValueError, match="unknown grit options"):
+        GritConfig.from_dict({"size": [5, 8]})
+    assert GritConfig.from_dict({"sizes": [5, 8]}).sizes == (5, 8)
     assert len(generate_items(30, sizes=(4, 5))) == 30
