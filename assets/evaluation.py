@@ -10,7 +10,7 @@ import dagster as dg
 from assets.metadata import records_table
 from assets.resources import ArtifactStore
 from assets.training import ASSET as CURRICULUM
-from assets.training import CHECKPOINT, DANCER_DPO, DANCER_RL, GRAPHCERT, checkpoints_key, stage_key
+from assets.training import ABLATIONS, CHECKPOINT, DANCER_DPO, DANCER_RL, GRAPHCERT, checkpoints_key, stage_key
 from components.evaluation.agents import EvalConfig
 from components.store import ArtifactRecord
 from components.store.fingerprint import chain_fingerprint, code_digest, read_parquet
@@ -40,18 +40,20 @@ def _test_rows(store: ArtifactStore, domain: str) -> tuple[list[dict[str, Any]],
     return rows, [curr, cert]
 
 
-def eval_reports_asset(domain: str, train: TrainConfig, config: EvalConfig) -> list:
+def eval_reports_asset(domain: str, train: TrainConfig, config: EvalConfig, *, with_ablations: bool = False) -> list:
     key = eval_reports_key(domain)
+    deps = [checkpoints_key(domain), stage_key(domain, GRAPHCERT), stage_key(domain, DANCER_RL),
+            stage_key(domain, DANCER_DPO)] + ([stage_key(domain, ABLATIONS)] if with_ablations else [])
 
     @dg.asset(
         key=key,
-        deps=[checkpoints_key(domain), stage_key(domain, GRAPHCERT), stage_key(domain, DANCER_RL),
-              stage_key(domain, DANCER_DPO)],
+        deps=deps,
         group_name=GROUP,
         code_version=VERSION,
         kinds={"html"},
         description=(f"{domain}: the base model, zero-shot Graph-CoT, GraphRAG and every trained checkpoint (SFT-only, "
-                     "GraphCert GRPO, GraphDancer RL and RL→DPO) on the held-out test split — F1, EM (normalised and "
+                     "GraphCert GRPO, GraphDancer RL and RL→DPO, configured ablations) on the held-out test split — "
+                     "F1, EM (normalised and "
                      "raw), ROUGE-L, LLM judge, EH, P(EM|EH), VF, VC, outcomes, breakdowns, CIs over seeds."),
         tags={"domain": domain, "layer": "evaluation"},
     )
@@ -83,6 +85,14 @@ def eval_reports_asset(domain: str, train: TrainConfig, config: EvalConfig) -> l
             SystemSpec("graphdancer-rl→dpo", "python_cypher", dpo.path if dpo_current else None, "GraphDancer RL → DPO",
                        "" if dpo_current else "not trained: no preference pairs for the current stage-1 policy"),
         ]
+        if with_ablations:
+            abl = catalog.latest(ABLATIONS, domain)
+            if abl is None:
+                raise dg.Failure(f"materialize {domain}/{ABLATIONS} first")
+            stages[ABLATIONS] = abl
+            systems += [SystemSpec(f"ablation: {a['name']}", "python_cypher", a["path"],
+                                   f"GraphCert GRPO, data {a['data']} ({a['items']} items), reward {a['reward']}")
+                        for a in abl.metadata["ablations"]]
         judge_dir = config.judge_model_dir or str(smollm2_hf_dir())
         used = [p.fingerprint for p in parents] + [s.fingerprint for s in stages.values() if s is not None]
         fingerprint = chain_fingerprint(used, f"{VERSION}:{code_digest(evaluation_pkg.__path__[0])}",

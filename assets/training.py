@@ -17,7 +17,7 @@ from components.store import ArtifactRecord
 from components.store.fingerprint import chain_fingerprint, code_digest, read_parquet, write_parquet
 from components.training.checkpoint import CheckpointResult, TrainConfig, train_checkpoint
 
-__all__ = ["DANCER_DPO", "DANCER_RL", "GRAPHCERT", "GROUP", "checkpoints_asset", "checkpoints_key",
+__all__ = ["ABLATIONS", "DANCER_DPO", "ablations_asset", "DANCER_RL", "GRAPHCERT", "GROUP", "checkpoints_asset", "checkpoints_key",
            "curriculum_splits_asset", "curriculum_splits_key", "grain_checkpoint_asset", "preference_pairs_asset",
            "preference_pairs_key", "rl_stage_assets", "stage_key"]
 
@@ -374,3 +374,57 @@ def grain_checkpoint_asset(train: TrainConfig) -> list:
                                     data_version=dg.DataVersion(fingerprint))
 
     return [_grain]
+
+
+ABLATIONS = "ablations"
+
+
+def ablations_asset(domain: str, train: TrainConfig, ablations: Sequence[Any]) -> list:
+    """``<domain>/ablations``: one GraphCert GRPO checkpoint per configured ablation (data selection
+    × reward), from the same warm start; an empty list defines no asset."""
+    if not ablations:
+        return []
+    from components.training.ablations import run_ablation, select_rows
+
+    @dg.asset(key=stage_key(domain, ABLATIONS), deps=[checkpoints_key(domain)], group_name=GROUP,
+              code_version=STAGE_VERSION, kinds={"pytorch"}, tags={"domain": domain, "layer": "training"},
+              description=(f"{domain}: GraphCert GRPO ablations from the warm start — "
+                           + "; ".join(f"{a.name} (data {a.data}, reward {a.reward}, budget {a.budget})" for a in ablations)))
+    def _ablations(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        import components.training as training_pkg
+
+        rec = _stage_inputs(store, domain, [CHECKPOINT, ASSET, "certified_dataset", "graph_snapshot"])
+        ckpt, curr, snap, cert = rec[CHECKPOINT], rec[ASSET], rec["graph_snapshot"], rec["certified_dataset"]
+        chosen = select_rows(ablations, read_certified(cert.path), read_parquet(curr.path), seed=train.seed)
+        config = {"train": train.resolved(), "ablations": [vars(a) for a in ablations]}
+        fingerprint = chain_fingerprint([ckpt.fingerprint, curr.fingerprint, cert.fingerprint],
+                                        f"{STAGE_VERSION}:{ABLATIONS}:{code_digest(training_pkg.__path__[0])}", config)
+        catalog = store.catalog()
+        root = store.layer_dir(ABLATIONS, domain) / fingerprint
+        previous = catalog.get(ABLATIONS, domain, fingerprint)
+        if previous is not None and all((root / a.name / "README.md").is_file() for a in ablations):
+            summary = previous.metadata["ablations"]
+        else:
+            summary = []
+            for a in ablations:
+                if not chosen[a.name]:
+                    raise dg.Failure(f"{domain}/{ABLATIONS}: ablation {a.name} selects no training rows")
+                result = run_ablation(a, ckpt.path, chosen[a.name], snap.path, train, root / a.name,
+                                      data_fingerprint=cert.fingerprint, domain=domain)
+                rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
+                summary.append({"name": a.name, "data": a.data, "reward": a.reward, "budget": a.budget,
+                                "items": len(chosen[a.name]), "path": str(root / a.name),
+                                "last_reward": rewards[-1] if rewards else None, "wall_s": result.wall_s})
+            catalog.record(ArtifactRecord(asset=ABLATIONS, domain=domain, fingerprint=fingerprint,
+                                          parents=[ckpt.fingerprint, curr.fingerprint, cert.fingerprint], config=config,
+                                          row_counts={"ablations": len(summary)}, path=str(root),
+                                          metadata={"ablations": summary}))
+        return dg.MaterializeResult(
+            metadata={"fingerprint": fingerprint, "path": dg.MetadataValue.path(str(root)),
+                      "ablations": records_table(summary, [("name", "string"), ("data", "string"), ("reward", "string"),
+                                                           ("budget", "string"), ("items", "int"),
+                                                           ("last_reward", "float"), ("wall_s", "float")])},
+            data_version=dg.DataVersion(fingerprint),
+        )
+
+    return [_ablations]

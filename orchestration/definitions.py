@@ -10,6 +10,7 @@ from assets.evaluation import eval_reports_asset, grit_eval_asset
 from assets.generation import GRIT_PREFIX, grit_tasks_asset, qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from assets.training import (
+    ablations_asset,
     checkpoints_asset,
     curriculum_splits_asset,
     grain_checkpoint_asset,
@@ -33,8 +34,9 @@ def domain_assets(cfg: DomainConfig) -> list:
         *curriculum_splits_asset(cfg.name),
         *checkpoints_asset(cfg.name, cfg.train),
         *rl_stage_assets(cfg.name, cfg.train),
+        *ablations_asset(cfg.name, cfg.train, cfg.ablations),
         *preference_pairs_asset(cfg.name, cfg.train),
-        *eval_reports_asset(cfg.name, cfg.train, cfg.evaluate),
+        *eval_reports_asset(cfg.name, cfg.train, cfg.evaluate, with_ablations=bool(cfg.ablations)),
     ]
 
 

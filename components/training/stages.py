@@ -119,9 +119,11 @@ def _certified_prompts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
 
 
 def graphcert_grpo(start_dir: str | Path, rows: Sequence[Mapping[str, Any]], db_location: str, config: TrainConfig,
-                   output_dir: str | Path, *, data_fingerprint: str, domain: str) -> CheckpointResult:
+                   output_dir: str | Path, *, data_fingerprint: str, domain: str, reward: Any = None,
+                   ablation: Mapping[str, Any] | None = None) -> CheckpointResult:
     """GraphCert GRPO from ``start_dir`` (the warm start) on certified training rows (``question``,
-    ``answer``, ``answer_type``, ``evidence_json``)."""
+    ``answer``, ``answer_type``, ``evidence_json``); ``reward`` and ``ablation`` (its config, for
+    the model card) are set by :mod:`components.training.ablations`."""
     from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphcert_reward
     from components.tools.episodes import python_cypher_envs
@@ -133,10 +135,12 @@ def graphcert_grpo(start_dir: str | Path, rows: Sequence[Mapping[str, Any]], db_
         raise ValueError("no training rows for GraphCert GRPO")
     with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
         mt = MultiTurn(make_env, _rollout(r, config, CODE_STOPS))
-        train = run_grpo(start_dir, data, [graphcert_reward], output_dir, _grpo_config(r, config, steps=r["rl_steps"]),
-                         multi_turn=mt)
-    return _finish("graphcert-grpo", start_dir, train, output_dir, config, {"questions": len(data)}, t0,
-                   data_fingerprint=data_fingerprint, domain=domain, examples=len(data))
+        train = run_grpo(start_dir, data, [reward or graphcert_reward], output_dir,
+                         _grpo_config(r, config, steps=r["rl_steps"]), multi_turn=mt)
+    extra = {"questions": len(data), **({"ablation": dict(ablation)} if ablation else {})}
+    notes = [f"Ablation: {json.dumps(dict(ablation))} (see components/training/ablations.py)."] if ablation else []
+    return _finish("graphcert-grpo", start_dir, train, output_dir, config, extra, t0,
+                   data_fingerprint=data_fingerprint, domain=domain, examples=len(data), notes=notes)
 
 
 def graphdancer_rl(start_dir: str | Path, items: Sequence[Mapping[str, Any]], db_location: str, config: TrainConfig,

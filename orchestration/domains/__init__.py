@@ -30,6 +30,9 @@ Schema of a file::
       max_new_tokens: 96
       judge_model_dir: null   # the LLM judge (default: SmolLM2-135M-Instruct)
       grit_per_split: 6       # GRIT-style items per split in grit/eval_report (default domain)
+    ablations:                # optional: GraphCert GRPO variants whose rows join eval_reports
+      - {name: strict-only, data: strict, budget: matched}   # data: strict | strict_partial | uncertified
+      - {name: no-evidence-reward, reward: answer_only}      # reward: graphcert | answer_only
     grit:                     # optional, read from the default domain: GritConfig (components/evaluation/grit.py)
       sizes: [10, 40]         # train / test / ood nodes; large_sizes: [40, 60]
 
@@ -47,6 +50,7 @@ import yaml
 from components.certify.dataset import CertifyConfig
 from components.evaluation.agents import EvalConfig
 from components.evaluation.grit import GritConfig
+from components.training.ablations import Ablation, ablations_from
 from components.graph.snapshot import SourceSpec
 from components.training.checkpoint import TrainConfig
 from components.quizzer.run import QuizConfig
@@ -73,6 +77,7 @@ class DomainConfig:
     train: TrainConfig = TrainConfig()
     evaluate: EvalConfig = EvalConfig()
     grit: GritConfig = GritConfig()
+    ablations: tuple[Ablation, ...] = ()
 
 
 def _load(path: Path) -> DomainConfig:
@@ -110,6 +115,10 @@ def _load(path: Path) -> DomainConfig:
     except (TypeError, ValueError) as exc:
         raise DomainConfigError(f"{path}: eval: {exc}") from exc
     try:
+        ablations = ablations_from(raw.get("ablations"))
+    except (TypeError, ValueError) as exc:
+        raise DomainConfigError(f"{path}: ablations: {exc}") from exc
+    try:
         grit = GritConfig.from_dict(raw.get("grit"))
     except (TypeError, ValueError) as exc:
         raise DomainConfigError(f"{path}: grit: {exc}") from exc
@@ -122,6 +131,7 @@ def _load(path: Path) -> DomainConfig:
         train=train,
         evaluate=evaluate,
         grit=grit,
+        ablations=ablations,
         source=SourceSpec(str(src["format"]), location, dict(src.get("options") or {})),
         description=str(raw.get("description", "")),
         default=bool(raw.get("default", False)),

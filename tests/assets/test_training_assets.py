@@ -16,6 +16,7 @@ from assets.generation import grit_tasks_asset, qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from assets.resources import ArtifactStore, GraphBackendResource
 from assets.training import (
+    ablations_asset,
     checkpoints_asset,
     curriculum_splits_asset,
     grain_checkpoint_asset,
@@ -25,6 +26,7 @@ from assets.training import (
 from assets.evaluation import eval_reports_asset, grit_eval_asset
 from components.evaluation.agents import EvalConfig
 from components.evaluation.grit import GritConfig
+from components.training.ablations import ablations_from
 from components.certify.dataset import CertifyConfig
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig
@@ -49,7 +51,9 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
             *certified_dataset_asset("bio", CertifyConfig(fault_sample=0)), *curriculum_splits_asset("bio"),
             *checkpoints_asset("bio", train), *rl_stage_assets("bio", train), *preference_pairs_asset("bio", train),
             *grit_tasks_asset(GritConfig(train=8, test=4, ood=4, large=2, sizes=(5, 8), large_sizes=(9, 12))), *grain_checkpoint_asset(train),
-            *eval_reports_asset("bio", train, evaluate), *grit_eval_asset(train, evaluate)]
+            *ablations_asset("bio", train, ablations_from([{"name": "strict-only", "data": "strict"},
+                                                          {"name": "no-evidence-reward", "reward": "answer_only"}])),
+            *eval_reports_asset("bio", train, evaluate, with_ablations=True), *grit_eval_asset(train, evaluate)]
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)),
                                                  "graph": GraphBackendResource()}, instance=instance)
@@ -95,9 +99,12 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     ev = materialized["eval_reports"]
     rows = {r.data["system"]: r.data for r in ev["systems"].value.records}
     assert list(rows) == ["base (before training)", "graph-cot zero-shot", "graphrag", "sft-only", "graphcert-grpo",
-                          "graphdancer-rl", "graphdancer-rl→dpo"]
+                          "graphdancer-rl", "graphdancer-rl→dpo", "ablation: strict-only",
+                          "ablation: no-evidence-reward"]
+    abl = {r.data["name"]: r.data for r in materialized["ablations"]["ablations"].value.records}
+    assert abl["strict-only"]["data"] == "strict" and abl["no-evidence-reward"]["reward"] == "answer_only"
     assert rows["graphdancer-rl→dpo"]["note"].startswith("not trained")
-    assert all("[" in rows[n]["F1"] for n in list(rows)[:-1])  # every available system has its CI
+    assert all("[" in r["F1"] for n, r in rows.items() if n != "graphdancer-rl→dpo")  # every available one: a CI
     assert ev["judge_model"].value == judge and ev["seeds"].value == [0, 1]
     page = Path(ev["report_html"].value).read_text()
     assert "data:image/png;base64," in page and "P(EM|EH)" in page and "premature_stop" in page

@@ -14,11 +14,11 @@ from orchestration.domains import DomainConfigError, default_domain, load_domain
 def test_asset_graph_snapshot() -> None:
     graph = defs.resolve_asset_graph()
     domains = ("academic", "biomedical", "ecommerce")
-    assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == [
+    assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == sorted([
         f"{d}/{a}" for d in domains
         for a in ("certified_dataset", "checkpoints", "curriculum_splits", "eval_reports", "graph_snapshot",
                   "graphcert_grpo", "graphdancer_dpo", "graphdancer_rl", "preference_pairs", "qa_candidates")
-    ] + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks"]
+    ] + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks", "academic/ablations"])  # ablations: academic only
     certified_checks = ["admitted_nonzero", "admitted_rate_bounds_check", "admitted_reverified",
                         "certifier_accuracy", "expectations", "hard_failure_rate_bounds_check",
                         "leakage_rate_bounds_check", "no_leakage"]
@@ -57,7 +57,8 @@ def test_asset_graph_snapshot() -> None:
     assert graph.get(key("preference_pairs")).parent_keys == {key("graphdancer_rl")}
     assert graph.get(key("graphdancer_dpo")).parent_keys == {key("preference_pairs")}
     assert graph.get(key("eval_reports")).parent_keys == {
-        key("checkpoints"), key("graphcert_grpo"), key("graphdancer_rl"), key("graphdancer_dpo")}
+        key("checkpoints"), key("graphcert_grpo"), key("graphdancer_rl"), key("graphdancer_dpo"), key("ablations")}
+    assert graph.get(key("ablations")).parent_keys == {key("checkpoints")}
 
 
 def test_default_domain_is_academic() -> None:
