@@ -16,7 +16,7 @@ from components.store import ArtifactRecord
 from components.store.fingerprint import chain_fingerprint, code_digest, read_parquet
 from components.training.checkpoint import TrainConfig
 
-__all__ = ["GROUP", "eval_reports_asset", "eval_reports_key"]
+__all__ = ["GROUP", "TRANSFER_PREFIX", "eval_reports_asset", "eval_reports_key", "grit_eval_asset", "transfer_matrix_asset"]
 
 GROUP = "evaluation"
 ASSET = "eval_reports"
@@ -190,3 +190,54 @@ def grit_eval_asset(train: TrainConfig, config: EvalConfig) -> list:
         )
 
     return [_grit_eval]
+
+
+
+TRANSFER_PREFIX = "transfer"
+
+
+def transfer_matrix_asset(domains: list[str], config: EvalConfig) -> list:
+    """``transfer/matrix``: every domain's GraphCert checkpoint on every domain's held-out test
+    split and graph (the default domain's evaluation settings)."""
+
+    @dg.asset(key=dg.AssetKey([TRANSFER_PREFIX, "matrix"]), deps=[stage_key(d, GRAPHCERT) for d in domains],
+              group_name=GROUP, code_version=VERSION, kinds={"html"}, tags={"layer": "evaluation"},
+              description="Train-domain × test-domain transfer: EM / F1 (95 % CI) of each domain's GraphCert "
+                          "checkpoint on every domain's test questions; table and heat-map.")
+    def _transfer(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
+        import components.evaluation as evaluation_pkg
+        from components.evaluation.transfer import transfer_matrix, write_transfer_report
+
+        catalog = store.catalog()
+        models, tests, parents = {}, {}, []
+        for d in domains:
+            ckpt, snap = catalog.latest(GRAPHCERT, d), catalog.latest("graph_snapshot", d)
+            if ckpt is None or snap is None:
+                raise dg.Failure(f"materialize {d}/{GRAPHCERT} first")
+            rows, used = _test_rows(store, d)
+            models[d], tests[d] = ckpt.path, (snap.path, rows)
+            parents += [ckpt.fingerprint, snap.fingerprint] + [u.fingerprint for u in used]
+        fingerprint = chain_fingerprint(parents, f"{VERSION}:transfer:{code_digest(evaluation_pkg.__path__[0])}",
+                                        {"config": vars(config), "domains": domains})
+        folder = store.layer_dir(ASSET, TRANSFER_PREFIX) / fingerprint
+        previous = catalog.get(ASSET, TRANSFER_PREFIX, fingerprint)
+        if previous is not None and (folder / "report.json").is_file():
+            matrix, paths = json.loads((folder / "report.json").read_text()), previous.metadata["paths"]
+        else:
+            matrix = transfer_matrix(models, tests, config)
+            paths = write_transfer_report(matrix, folder)
+            catalog.record(ArtifactRecord(asset=ASSET, domain=TRANSFER_PREFIX, fingerprint=fingerprint, parents=parents,
+                                          config=vars(config), row_counts={"cells": len(matrix["cells"])},
+                                          path=str(folder), metadata={"paths": paths}))
+        cells = [{"train": c["train"], "test": c["test"], "questions": c.get("questions", 0), "em": c.get("em"),
+                  "f1": c.get("f1"), "vf": c.get("vf")} for c in matrix["cells"]]
+        return dg.MaterializeResult(
+            metadata={"fingerprint": fingerprint, "report_html": dg.MetadataValue.path(paths["html"]),
+                      "heatmap": dg.MetadataValue.path(paths["heatmap"]),
+                      "report_md": dg.MetadataValue.md(Path(paths["markdown"]).read_text()),
+                      "cells": records_table(cells, [("train", "string"), ("test", "string"), ("questions", "int"),
+                                                     ("em", "float"), ("f1", "float"), ("vf", "float")])},
+            data_version=dg.DataVersion(fingerprint),
+        )
+
+    return [_transfer]

@@ -312,7 +312,8 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
     """Materialize domains' assets in-process on the persistent instance (visible in the UI).
 
     ``demo`` without ``--domain`` runs every configured domain, the default one first, then the
-    GRIT tasks and GRAIN checkpoint (``grit``); one JSON line per domain."""
+    GRIT tasks, GRAIN and its evaluation (``grit``), the other domains, and the transfer matrix
+    (``transfer``); one JSON line per domain."""
     _dagster_home()
     import dagster as dg
 
@@ -320,16 +321,18 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
     from orchestration.domains import default_domain, load_domains
     from orchestration.sensors import pipeline_job_name
 
+    from assets.evaluation import TRANSFER_PREFIX
     from assets.generation import GRIT_PREFIX
 
     domains = load_domains()
+    cross = [GRIT_PREFIX] + ([TRANSFER_PREFIX] if len(domains) > 1 else [])
     if args.domain:
-        if args.domain not in domains and args.domain != GRIT_PREFIX:
-            raise CliError(f"unknown domain {args.domain!r}; configured: {sorted(domains)} (and {GRIT_PREFIX!r})")
+        if args.domain not in domains and args.domain not in cross:
+            raise CliError(f"unknown domain {args.domain!r}; configured: {sorted(domains)} (and {cross})")
         names = [args.domain]
     elif args.all_domains:
         first = default_domain(domains)
-        names = [first, GRIT_PREFIX, *sorted(d for d in domains if d != first)]
+        names = [first, GRIT_PREFIX, *sorted(d for d in domains if d != first), *cross[1:]]
     else:
         names = [default_domain(domains)]
     failed = 0

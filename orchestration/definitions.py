@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.certification import certified_dataset_asset
-from assets.evaluation import eval_reports_asset, grit_eval_asset
+from assets.evaluation import TRANSFER_PREFIX, eval_reports_asset, grit_eval_asset, transfer_matrix_asset
 from assets.generation import GRIT_PREFIX, grit_tasks_asset, qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from assets.training import (
@@ -49,7 +49,10 @@ def grit_assets(cfg: DomainConfig) -> list:
 def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root: str | None = None) -> dg.Definitions:
     domains = load_domains() if domains is None else domains
     assets = [a for cfg in domains.values() for a in domain_assets(cfg)]
-    assets += grit_assets(domains[default_domain(domains)])
+    default = domains[default_domain(domains)]
+    assets += grit_assets(default)
+    if len(domains) > 1:
+        assets += transfer_matrix_asset(list(domains), default.evaluate)
     jobs = [
         dg.define_asset_job(
             pipeline_job_name(name),
@@ -62,6 +65,11 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
     jobs.append(dg.define_asset_job(pipeline_job_name(GRIT_PREFIX), selection=dg.AssetSelection.key_prefixes([GRIT_PREFIX]),
                                     description="Materialize the GRIT-style tasks, the GRAIN checkpoint and its evaluation.",
                                     tags={"domain": GRIT_PREFIX}))
+    if len(domains) > 1:
+        jobs.append(dg.define_asset_job(pipeline_job_name(TRANSFER_PREFIX),
+                                        selection=dg.AssetSelection.key_prefixes([TRANSFER_PREFIX]),
+                                        description="Materialize the train-domain × test-domain transfer matrix.",
+                                        tags={"domain": TRANSFER_PREFIX}))
     root = data_root or str(default_data_root())
     return dg.Definitions(
         # AssetChecksDefinition subclasses AssetsDefinition: test for checks first.

@@ -15,20 +15,20 @@ from typing import Any
 
 from components.evaluation.metrics import OUTCOMES
 
-__all__ = ["main_table", "markdown_report", "write_report"]
+__all__ = ["fmt_num", "grit_tables", "html_page", "main_table", "markdown_report", "md_table", "write_grit_report", "write_report"]
 
 _COLUMNS = (("f1", "F1"), ("em", "EM"), ("raw_em", "raw EM"), ("rouge_l", "ROUGE-L"), ("judge", "judge"), ("eh", "EH"),
             ("vf", "VF"), ("vc", "VC"))
 
 
-def _num(v: Any, digits: int = 3) -> str:
+def fmt_num(v: Any, digits: int = 3) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
 def _with_ci(summary: Mapping[str, Any], key: str) -> str:
     lo, hi = summary.get(f"{key}_ci") or (None, None)
-    value = _num(summary.get(key))
-    return value if lo is None else f"{value} [{_num(lo, 2)}, {_num(hi, 2)}]"
+    value = fmt_num(summary.get(key))
+    return value if lo is None else f"{value} [{fmt_num(lo, 2)}, {fmt_num(hi, 2)}]"
 
 
 def main_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -42,17 +42,17 @@ def main_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
         sm = s["summary"]
         row = {"system": name, "method": s.get("method", "")}
         row.update({label: _with_ci(sm, key) for key, label in _COLUMNS})
-        row["P(EM|EH)"] = _num(sm["p_em_given_eh"])
-        row["P(EM|¬EH)"] = _num(sm["p_em_given_not_eh"])
-        row.update({o: _num(sm["outcomes"][o], 2) for o in OUTCOMES})
-        row["tokens/q"] = _num(sm["tokens_per_question"], 1)
-        row["latency s/q"] = _num(sm["latency_s_per_question"], 2)
+        row["P(EM|EH)"] = fmt_num(sm["p_em_given_eh"])
+        row["P(EM|¬EH)"] = fmt_num(sm["p_em_given_not_eh"])
+        row.update({o: fmt_num(sm["outcomes"][o], 2) for o in OUTCOMES})
+        row["tokens/q"] = fmt_num(sm["tokens_per_question"], 1)
+        row["latency s/q"] = fmt_num(sm["latency_s_per_question"], 2)
         row["note"] = s.get("note", "")
         rows.append(row)
     return rows
 
 
-def _md_table(rows: Sequence[Mapping[str, str]]) -> str:
+def md_table(rows: Sequence[Mapping[str, str]]) -> str:
     cols: list[str] = []
     for r in rows:
         cols += [c for c in r if c not in cols]
@@ -68,8 +68,8 @@ def _breakdown_rows(report: Mapping[str, Any], field: str) -> list[dict[str, str
             continue
         for group, sm in s[field].items():
             rows.append({"system": name, field.removeprefix("by_"): group, "n": str(sm["records"]),
-                         "F1": _num(sm["f1"]), "EM": _num(sm["em"]), "judge": _num(sm["judge"]), "EH": _num(sm["eh"]),
-                         "VF": _num(sm["vf"])})
+                         "F1": fmt_num(sm["f1"]), "EM": fmt_num(sm["em"]), "judge": fmt_num(sm["judge"]), "EH": fmt_num(sm["eh"]),
+                         "VF": fmt_num(sm["vf"])})
     return rows
 
 
@@ -81,9 +81,9 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
              f"- Judge model: `{report['judge_model']}` (yes/no correctness prompt)",
              f"- Normalisation: {report['normalisation']}",
              "- Brackets: 95 % two-level bootstrap CI (seeds, then questions).", "",
-             "## Systems side by side", "", _md_table(main_table(report)), "",
-             "## By difficulty level", "", _md_table(_breakdown_rows(report, "by_level")) or "(none)", "",
-             "## By question type", "", _md_table(_breakdown_rows(report, "by_type")) or "(none)", ""]
+             "## Systems side by side", "", md_table(main_table(report)), "",
+             "## By difficulty level", "", md_table(_breakdown_rows(report, "by_level")) or "(none)", "",
+             "## By question type", "", md_table(_breakdown_rows(report, "by_type")) or "(none)", ""]
     for name, path in (plots or {}).items():
         parts += [f"![{name}]({Path(path).name})", ""]
     return "\n".join(parts)
@@ -135,7 +135,7 @@ def _plots(report: Mapping[str, Any], folder: Path) -> dict[str, str]:
     return out
 
 
-def _html(markdown: str, plots: Mapping[str, str], title: str, tables: Sequence[tuple[str, list[dict[str, str]]]]) -> str:
+def html_page(markdown: str, plots: Mapping[str, str], title: str, tables: Sequence[tuple[str, list[dict[str, str]]]]) -> str:
     def table(rows: list[dict[str, str]]) -> str:
         if not rows:
             return "<p>(none)</p>"
@@ -167,7 +167,7 @@ def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[st
     (folder / "report.md").write_text(md)
     tables = [("Systems side by side", main_table(report)), ("By difficulty level", _breakdown_rows(report, "by_level")),
               ("By question type", _breakdown_rows(report, "by_type"))]
-    (folder / "report.html").write_text(_html(md, plots, title, tables))
+    (folder / "report.html").write_text(html_page(md, plots, title, tables))
     return {"json": str(folder / "report.json"), "markdown": str(folder / "report.md"),
             "html": str(folder / "report.html"), **plots}
 
@@ -176,7 +176,7 @@ def _ci_cell(m: Mapping[str, Any] | None) -> str:
     if not m or m.get("value") is None:
         return "–"
     lo, hi = m.get("ci") or (None, None)
-    return _num(m["value"]) + ("" if lo is None else f" [{_num(lo, 2)}, {_num(hi, 2)}]") + f" (n={m.get('n')})"
+    return fmt_num(m["value"]) + ("" if lo is None else f" [{fmt_num(lo, 2)}, {fmt_num(hi, 2)}]") + f" (n={m.get('n')})"
 
 
 def grit_tables(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[dict[str, str]]]]:
@@ -184,11 +184,11 @@ def grit_tables(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, l
     overview, tasks, namings = [], [], []
     for name, s in summaries.items():
         overview.append({"system": name, "accuracy (test)": _ci_cell(s["accuracy_id"]),
-                         "accuracy (OOD scenarios)": _ci_cell(s["accuracy_ood"]), "ID − OOD gap": _num(s["ood_gap"]),
+                         "accuracy (OOD scenarios)": _ci_cell(s["accuracy_ood"]), "ID − OOD gap": fmt_num(s["ood_gap"]),
                          "accuracy (large)": _ci_cell(s.get("accuracy_large")),
-                         "variance across namings": _num(s["naming_variance"], 4), "VF": _num(s["valid_format"]),
+                         "variance across namings": fmt_num(s["naming_variance"], 4), "VF": fmt_num(s["valid_format"]),
                          "node-F1": _ci_cell(s["structure"]["node_f1"]), "edge-F1": _ci_cell(s["structure"]["edge_f1"]),
-                         "exact": _ci_cell(s["structure"]["exact"]), "tokens/item": _num(s["tokens_per_item"], 1)})
+                         "exact": _ci_cell(s["structure"]["exact"]), "tokens/item": fmt_num(s["tokens_per_item"], 1)})
         tasks += [{"system": name, "task": t, "accuracy": _ci_cell(v)} for t, v in s["by_task"].items()]
         namings += [{"system": name, "naming": n, "accuracy": _ci_cell(v)} for n, v in s["by_naming"].items()]
     return [("Overview", overview), ("Accuracy per task (test split)", tasks),
@@ -224,9 +224,9 @@ def write_grit_report(summaries: Mapping[str, Mapping[str, Any]], meta: Mapping[
     plt.close(fig)
     title = "graphdojo GRIT-style evaluation"
     md = "\n".join([f"# {title}", "", *[f"- {k}: {v}" for k, v in meta.items()], "",
-                    *[part for t, rows in tables for part in (f"## {t}", "", _md_table(rows), "")],
+                    *[part for t, rows in tables for part in (f"## {t}", "", md_table(rows), "")],
                     f"![namings]({plot.name})", ""])
     (folder / "report.md").write_text(md)
-    (folder / "report.html").write_text(_html(md, {"accuracy per naming": str(plot)}, title, tables))
+    (folder / "report.html").write_text(html_page(md, {"accuracy per naming": str(plot)}, title, tables))
     return {"json": str(folder / "report.json"), "markdown": str(folder / "report.md"),
             "html": str(folder / "report.html"), "namings": str(plot)}

@@ -96,8 +96,8 @@ def _load(path: Path) -> DomainConfig:
     name = str(raw["name"])
     if not name.replace("_", "").isalnum():
         raise DomainConfigError(f"{path}: domain name {name!r} must be alphanumeric/underscore")
-    if name == "grit":
-        raise DomainConfigError(f"{path}: 'grit' is reserved (the GRIT tasks and GRAIN checkpoint)")
+    if name in ("grit", "transfer"):
+        raise DomainConfigError(f"{path}: {name!r} is reserved (the GRIT tasks / the transfer matrix)")
     try:
         quiz = QuizConfig.from_dict(raw.get("quiz"))
     except (TypeError, ValueError) as exc:

@@ -18,7 +18,7 @@ def test_asset_graph_snapshot() -> None:
         f"{d}/{a}" for d in domains
         for a in ("certified_dataset", "checkpoints", "curriculum_splits", "eval_reports", "graph_snapshot",
                   "graphcert_grpo", "graphdancer_dpo", "graphdancer_rl", "preference_pairs", "qa_candidates")
-    ] + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks", "academic/ablations"])  # ablations: academic only
+    ] + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks", "academic/ablations", "transfer/matrix"])  # ablations: academic only
     certified_checks = ["admitted_nonzero", "admitted_rate_bounds_check", "admitted_reverified",
                         "certifier_accuracy", "expectations", "hard_failure_rate_bounds_check",
                         "leakage_rate_bounds_check", "no_leakage"]
@@ -40,6 +40,7 @@ def test_asset_graph_snapshot() -> None:
         "biomedical_pipeline",
         "ecommerce_pipeline",
         "grit_pipeline",
+        "transfer_pipeline",
     ]
     assert [s.name for s in defs.sensors] == ["graph_source_sensor"]
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}

@@ -98,3 +98,21 @@ def test_eval_command(setup, tmp_path: Path, capsys) -> None:
     assert out["summary"]["system"] == "tiny" and "[" in out["summary"]["EM"]  # with its CI
     assert main(["eval", "--checkpoint", str(tmp_path), "--domain", "lib", "--db", str(db)]) == 1
     assert "not a Hugging Face model folder" in capsys.readouterr().err
+
+
+def test_transfer_matrix(setup, tmp_path: Path) -> None:
+    from components.evaluation.transfer import transfer_matrix, write_transfer_report
+    from components.graph.sources import demo
+
+    db, model = setup
+    other = tmp_path / "bio"
+    load_graph(demo.generate("biomedical", seed=1, scale=100), other)
+    bio_rows = [{"id": "b1", "question": "Which drug treats disease_1?", "answer": "drug_2"}]
+    config = EvalConfig(samples=3, max_turns=1, max_new_tokens=6, threads=1)
+    matrix = transfer_matrix({"lib": str(model), "bio": str(model)}, {"lib": (str(db), ROWS), "bio": (str(other), bio_rows)},
+                             config)
+    assert [(c["train"], c["test"], c["questions"]) for c in matrix["cells"]] == [
+        ("lib", "lib", 2), ("lib", "bio", 1), ("bio", "lib", 2), ("bio", "bio", 1)]
+    assert all(c["em"] == 0.0 and c["em_ci"] == (0.0, 0.0) for c in matrix["cells"])  # a random model
+    paths = write_transfer_report(matrix, tmp_path / "t")
+    assert Path(paths["heatmap"]).stat().st_size > 0 and "train \\ test" in Path(paths["markdown"]).read_text()

@@ -1,0 +1,93 @@
+"""The train-domain × test-domain transfer matrix (SPEC §8): each domain's trained solver answers
+every domain's held-out test questions on that domain's graph, in the Python + Cypher sandbox,
+with the same sampling as the per-domain reports.
+
+:func:`transfer_matrix` returns one cell per (train, test) pair with EM, F1, VF and their 95 %
+bootstrap CIs; :func:`write_transfer_report` writes the table (Markdown, self-contained HTML) and
+a heat-map of EM.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from components.evaluation.agents import EvalConfig, tool_agent_records
+from components.evaluation.metrics import summarize
+
+__all__ = ["transfer_matrix", "write_transfer_report"]
+
+
+def transfer_matrix(models: Mapping[str, str], tests: Mapping[str, tuple[str, Sequence[Mapping[str, Any]]]],
+                    config: EvalConfig) -> dict[str, Any]:
+    """``models``: train domain → model folder; ``tests``: test domain → (graph location, rows)."""
+    from components.llm.transformers_backend import TransformersBackend
+    from components.rollout.runner import CODE_STOPS
+    from components.tools.episodes import python_cypher_envs
+
+    cells = []
+    for train_domain, model_dir in models.items():
+        llm = TransformersBackend(model_dir, threads=config.threads)
+        try:
+            for test_domain, (db, rows) in tests.items():
+                rows = list(rows)[: config.max_questions]
+                if not rows:
+                    cells.append({"train": train_domain, "test": test_domain, "questions": 0})
+                    continue
+                with python_cypher_envs(db, max_rounds=max(1, config.max_turns - 1)) as make_env:
+                    recs = tool_agent_records(f"{train_domain}→{test_domain}", llm, make_env, rows, config,
+                                              stops=CODE_STOPS)
+                s = summarize(recs, draws=300)
+                cells.append({"train": train_domain, "test": test_domain, "questions": len(rows),
+                              **{k: s[k] for k in ("em", "f1", "vf")}, **{f"{k}_ci": s[f"{k}_ci"] for k in ("em", "f1")}})
+        finally:
+            llm.close()
+    return {"domains_train": list(models), "domains_test": list(tests), "cells": cells, "decoding": vars(config)}
+
+
+def write_transfer_report(matrix: Mapping[str, Any], folder: Path) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from components.evaluation.report import fmt_num, html_page, md_table
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(json.dumps(matrix, indent=1, default=str))
+    trains, tests = matrix["domains_train"], matrix["domains_test"]
+    cell = {(c["train"], c["test"]): c for c in matrix["cells"]}
+    rows = []
+    for t in trains:
+        row = {"train \\ test": t}
+        for d in tests:
+            c = cell.get((t, d), {})
+            lo, hi = c.get("em_ci") or (None, None)
+            row[d] = "–" if c.get("em") is None else f"EM {fmt_num(c['em'])} [{fmt_num(lo, 2)}, {fmt_num(hi, 2)}] · F1 {fmt_num(c['f1'])}"
+        rows.append(row)
+    fig, ax = plt.subplots(figsize=(1.6 * len(tests) + 2, 1.2 * len(trains) + 1.5))
+    grid = [[cell.get((t, d), {}).get("em") or 0.0 for d in tests] for t in trains]
+    im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis")
+    ax.set_xticks(range(len(tests)), tests)
+    ax.set_yticks(range(len(trains)), trains)
+    ax.set_xlabel("test domain")
+    ax.set_ylabel("train domain")
+    for i, t in enumerate(trains):
+        for j, d in enumerate(tests):
+            ax.text(j, i, fmt_num(cell.get((t, d), {}).get("em"), 2), ha="center", va="center", color="w")
+    fig.colorbar(im, ax=ax, label="EM")
+    ax.set_title("transfer: EM")
+    fig.tight_layout()
+    plot = folder / "transfer.png"
+    fig.savefig(plot, dpi=90)
+    plt.close(fig)
+    title = "graphdojo transfer matrix"
+    md = "\n".join([f"# {title}", "", f"- Decoding: {json.dumps(matrix['decoding'])}",
+                    "- Cells: EM [95 % CI] · F1 of the train domain's GraphCert checkpoint on the test domain's "
+                    "held-out questions and graph.", "", md_table(rows), "", f"![transfer]({plot.name})", ""])
+    (folder / "report.md").write_text(md)
+    (folder / "report.html").write_text(html_page(md, {"transfer EM": str(plot)}, title, [("Train × test", rows)]))
+    return {"json": str(folder / "report.json"), "markdown": str(folder / "report.md"),
+            "html": str(folder / "report.html"), "heatmap": str(plot)}
