@@ -15,7 +15,7 @@ from components.curriculum import build_curriculum, curriculum_summary, training
 from components.graph.schema import GraphSchema
 from components.store import ArtifactRecord
 from components.store.fingerprint import chain_fingerprint, code_digest, read_parquet, write_parquet
-from components.training.checkpoint import CheckpointResult, TrainConfig, train_checkpoint
+from components.training.checkpoint import CURVE_KEYS, CheckpointResult, TrainConfig, train_checkpoint
 
 __all__ = ["ABLATIONS", "DANCER_DPO", "ablations_asset", "DANCER_RL", "GRAPHCERT", "GROUP", "checkpoints_asset", "checkpoints_key",
            "curriculum_splits_asset", "curriculum_splits_key", "grain_checkpoint_asset", "preference_pairs_asset",
@@ -147,7 +147,7 @@ def checkpoint_metadata(fingerprint: str, folder: Path, preset: str, meta: Mappi
     if curves:
         out["curves"] = records_table(curves, [("step", "int"), ("loss", "float"), ("reward", "float"), ("kl", "float"),
                                                ("tool_call_rate", "float"), ("margin", "float")])
-    for key in ("loss", "reward", "kl", "tool_call_rate", "margin"):
+    for key in CURVE_KEYS:
         values = [float(c[key]) for c in curves if c.get(key) is not None]
         if values:
             out[f"{key}_curve"] = dg.MetadataValue.md(_curve(values))

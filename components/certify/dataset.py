@@ -24,7 +24,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -34,6 +34,7 @@ from components.certify.faults import FAULTS
 from components.certify.judge import JudgeVerdict, SemanticJudge
 from components.certify.leakage import LeakageFilter, LeakageResult, build_lexicon, load_eval_questions
 from components.cypher.features import features_json
+from components.options import checked_options
 from components.quizzer.candidate import QACandidate
 from components.store.fingerprint import chain_fingerprint, code_digest, hash_path, read_parquet, write_parquet
 
@@ -93,11 +94,7 @@ class CertifyConfig:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None, base: Path | None = None) -> CertifyConfig:
-        raw = dict(raw or {})
-        known = {f.name for f in fields(cls)}
-        unknown = set(raw) - known
-        if unknown:
-            raise ValueError(f"unknown certify options {sorted(unknown)}; known: {sorted(known)}")
+        raw = checked_options(cls, raw, "certify")
         if isinstance(raw.get("judge"), bool):  # YAML 1.1 reads a bare on / off as a boolean
             raw["judge"] = "on" if raw["judge"] else "off"
         ev = raw.get("eval_questions")

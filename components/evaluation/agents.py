@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.evaluation.metrics import EvalRecord
+from components.options import checked_options
 from components.llm.base import SamplingParams
 from components.rollout.runner import RolloutConfig, RolloutRunner, evidence_hit
 from components.rubric.rewards import extract_answer
@@ -62,11 +63,7 @@ class EvalConfig:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> EvalConfig:
         """A domain YAML's ``eval:`` section; unknown keys are an error."""
-        raw = dict(raw or {})
-        unknown = set(raw) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown eval options {sorted(unknown)}")
-        return cls(**raw)
+        return cls(**checked_options(cls, raw, "eval"))
 
 
 def _record(system: str, seed: int, row: Mapping[str, Any], **kw: Any) -> EvalRecord:

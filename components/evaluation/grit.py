@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from components.options import checked_options
 from components.tools.graph_ir import parse_graph_ir, solve
 
 __all__ = ["NAMINGS", "SCENARIOS", "TASKS", "GritConfig", "GritItem", "Scenario", "build_item",
@@ -283,10 +284,7 @@ class GritConfig:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> GritConfig:
         """A domain YAML's ``grit:`` section; unknown keys are an error."""
-        raw = dict(raw or {})
-        unknown = set(raw) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown grit options {sorted(unknown)}")
+        raw = checked_options(cls, raw, "grit")
         for key in ("sizes", "large_sizes", "ood_scenarios"):
             if key in raw:
                 raw[key] = tuple(raw[key])

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from components.options import checked_options
 from components.quizzer.candidate import QACandidate
 from components.quizzer.llm_quizzer import LLMQuizzer, LLMQuizzerConfig
 from components.quizzer.template import TemplateQuizzer
@@ -56,11 +57,7 @@ class QuizConfig:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> QuizConfig:
-        raw = dict(raw or {})
-        known = {f.name for f in fields(cls)}
-        unknown = set(raw) - known
-        if unknown:
-            raise ValueError(f"unknown quiz options {sorted(unknown)}; known: {sorted(known)}")
+        raw = checked_options(cls, raw, "quiz")
         bad_llm = set(raw.get("llm") or {}) - {f.name for f in fields(LLMQuizzerConfig)}
         if bad_llm:
             raise ValueError(f"unknown llm quizzer options {sorted(bad_llm)}")

@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from components.options import checked_options
+
 __all__ = ["DATA", "REWARD_KINDS", "Ablation", "answer_only_reward", "ablations_from", "run_ablation", "select_rows"]
 
 DATA: Final = ("strict", "strict_partial", "uncertified")
@@ -61,12 +63,7 @@ def ablations_from(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Ablation, .
     """A domain YAML's ``ablations:`` list; names must be unique."""
     out = []
     for item in raw or ():
-        if not isinstance(item, Mapping):
-            raise ValueError(f"each ablation is a mapping, got {item!r}")
-        unknown = set(item) - set(Ablation.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown ablation options {sorted(unknown)}")
-        out.append(Ablation(**item))
+        out.append(Ablation(**checked_options(Ablation, item, "ablation")))
     names = [a.name for a in out]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate ablation names in {names}")

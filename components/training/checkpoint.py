@@ -22,9 +22,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from components.options import checked_options
 
 __all__ = ["PRESETS", "TrainConfig", "CheckpointResult", "base_model_dir", "train_checkpoint", "write_checkpoint_files"]
 
@@ -72,11 +74,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> TrainConfig:
-        raw = dict(raw or {})
-        unknown = set(raw) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"unknown train options {sorted(unknown)}")
-        return cls(**raw)
+        return cls(**checked_options(cls, raw, "train"))
 
     def resolved(self) -> dict[str, Any]:
         out = {**PRESETS[self.preset], **{k: v for k, v in asdict(self).items() if v is not None}}

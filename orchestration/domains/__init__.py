@@ -42,8 +42,10 @@ Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import yaml
 
@@ -59,6 +61,9 @@ __all__ = ["DomainConfig", "DOMAINS_DIR", "default_domain", "load_domains"]
 
 DOMAINS_DIR = Path(__file__).resolve().parent
 _URI_FORMATS = {"generator", "neo4j"}
+
+
+T = TypeVar("T")
 
 
 class DomainConfigError(ValueError):
@@ -80,6 +85,14 @@ class DomainConfig:
     ablations: tuple[Ablation, ...] = ()
 
 
+def _section(path: Path, key: str, parse: Callable[[Any], T], raw: dict[str, Any]) -> T:
+    """``parse(raw[key])``; a bad section is a :class:`DomainConfigError` naming file and key."""
+    try:
+        return parse(raw.get(key))
+    except (TypeError, ValueError) as exc:
+        raise DomainConfigError(f"{path}: {key}: {exc}") from exc
+
+
 def _load(path: Path) -> DomainConfig:
     try:
         raw = yaml.safe_load(path.read_text())
@@ -98,30 +111,12 @@ def _load(path: Path) -> DomainConfig:
         raise DomainConfigError(f"{path}: domain name {name!r} must be alphanumeric/underscore")
     if name in ("grit", "transfer"):
         raise DomainConfigError(f"{path}: {name!r} is reserved (the GRIT tasks / the transfer matrix)")
-    try:
-        quiz = QuizConfig.from_dict(raw.get("quiz"))
-    except (TypeError, ValueError) as exc:
-        raise DomainConfigError(f"{path}: quiz: {exc}") from exc
-    try:
-        certify = CertifyConfig.from_dict(raw.get("certify"), base=path.parent)
-    except (TypeError, ValueError) as exc:
-        raise DomainConfigError(f"{path}: certify: {exc}") from exc
-    try:
-        train = TrainConfig.from_dict(raw.get("train"))
-    except (TypeError, ValueError) as exc:
-        raise DomainConfigError(f"{path}: train: {exc}") from exc
-    try:
-        evaluate = EvalConfig.from_dict(raw.get("eval"))
-    except (TypeError, ValueError) as exc:
-        raise DomainConfigError(f"{path}: eval: {exc}") from exc
-    try:
-        ablations = ablations_from(raw.get("ablations"))
-    except (TypeError, ValueError) as exc:
-        raise DomainConfigError(f"{path}: ablations: {exc}") from exc
-    try:
-        grit = GritConfig.from_dict(raw.get("grit"))
-    except (TypeError, ValueError) as exc:
-        raise DomainConfigError(f"{path}: grit: {exc}") from exc
+    quiz = _section(path, "quiz", QuizConfig.from_dict, raw)
+    certify = _section(path, "certify", lambda r: CertifyConfig.from_dict(r, base=path.parent), raw)
+    train = _section(path, "train", TrainConfig.from_dict, raw)
+    evaluate = _section(path, "eval", EvalConfig.from_dict, raw)
+    ablations = _section(path, "ablations", ablations_from, raw)
+    grit = _section(path, "grit", GritConfig.from_dict, raw)
     if certify.eval_questions and not Path(certify.eval_questions).is_file():
         raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
     return DomainConfig(

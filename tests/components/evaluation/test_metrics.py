@@ -80,3 +80,7 @@ def test_report_files(tmp_path: Path) -> None:
         from components.evaluation.agents import EvalConfig
 
         EvalConfig.from_dict({"temperatur": 1})
+    with pytest.raises(ValueError, match=r"known: \[.*'temperature'"):  # the message lists what is known
+        EvalConfig.from_dict({"temperatur": 1})
+    with pytest.raises(ValueError, match="eval section must be a mapping"):
+        EvalConfig.from_dict(["samples", 3])
