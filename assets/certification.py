@@ -94,9 +94,10 @@ def certified_dataset_asset(domain: str, config: CertifyConfig) -> list:
             rows = run.rows
             report = {"accuracy": run.accuracy.to_json() if run.accuracy else None,
                       "leakage": run.leakage_report, "wall_s": run.wall_s, "judge_error": run.judge_error}
-            write_certified(rows, table)
-            write_certified(run.admitted, admitted_path)
-            report_path.write_text(json.dumps(report, indent=2, default=str))
+            with store.staged(ASSET, domain, fingerprint) as tmp:
+                write_certified(rows, tmp / table.name)
+                write_certified(run.admitted, tmp / admitted_path.name)
+                (tmp / report_path.name).write_text(json.dumps(report, indent=2, default=str))
         stages = funnel(rows)
         rates = funnel_rates(rows)
         n_admitted = sum(bool(r["admitted"]) for r in rows)

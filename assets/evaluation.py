@@ -13,6 +13,7 @@ from assets.training import ASSET as CURRICULUM
 from assets.training import ABLATIONS, CHECKPOINT, DANCER_DPO, DANCER_RL, GRAPHCERT, checkpoints_key, stage_key
 from components.evaluation.agents import EvalConfig
 from components.store import ArtifactRecord
+from components.store.atomic import relocate
 from components.store.fingerprint import chain_fingerprint, code_digest, read_parquet
 from components.training.checkpoint import TrainConfig
 
@@ -105,7 +106,8 @@ def eval_reports_asset(domain: str, train: TrainConfig, config: EvalConfig, *, w
         else:
             report = evaluate_systems(systems, rows, snap.path, config, judge_model_dir=judge_dir,
                                       progress=lambda name, s: context.log.info(f"{name}: {s:.1f} s"))
-            paths = write_report(report, folder, f"graphdojo evaluation — {domain}")
+            with store.staged(ASSET, domain, fingerprint) as tmp:
+                paths = relocate(write_report(report, tmp, f"graphdojo evaluation — {domain}"), tmp, folder)
             catalog.record(ArtifactRecord(asset=ASSET, domain=domain, fingerprint=fingerprint, parents=used,
                                           config=vars(config), row_counts={"records": len(report["records"])},
                                           path=str(folder), metadata={"paths": paths}))
@@ -175,7 +177,8 @@ def grit_eval_asset(train: TrainConfig, config: EvalConfig) -> list:
                 records += [r.to_dict() for r in recs]
             meta = {"items": len(items), "seeds": list(config.seeds), "decoding": json.dumps(vars(config)),
                     "tokens per turn": new_tokens, "ground truth": "the Part 2 solvers (exact)"}
-            paths = write_grit_report(summaries, meta, folder, records)
+            with store.staged(ASSET, GRIT_PREFIX, fingerprint) as tmp:
+                paths = relocate(write_grit_report(summaries, meta, tmp, records), tmp, folder)
             catalog.record(ArtifactRecord(asset=ASSET, domain=GRIT_PREFIX, fingerprint=fingerprint,
                                           parents=[tasks.fingerprint, grain.fingerprint], config=vars(config),
                                           row_counts={"records": len(records)}, path=str(folder),
@@ -225,7 +228,8 @@ def transfer_matrix_asset(domains: list[str], config: EvalConfig) -> list:
             matrix, paths = json.loads((folder / "report.json").read_text()), previous.metadata["paths"]
         else:
             matrix = transfer_matrix(models, tests, config)
-            paths = write_transfer_report(matrix, folder)
+            with store.staged(ASSET, TRANSFER_PREFIX, fingerprint) as tmp:
+                paths = relocate(write_transfer_report(matrix, tmp), tmp, folder)
             catalog.record(ArtifactRecord(asset=ASSET, domain=TRANSFER_PREFIX, fingerprint=fingerprint, parents=parents,
                                           config=vars(config), row_counts={"cells": len(matrix["cells"])},
                                           path=str(folder), metadata={"paths": paths}))

@@ -70,7 +70,8 @@ def qa_candidates_asset(domain: str, quiz: QuizConfig) -> list:
             finally:
                 bars.close()
             cands, wall = run.candidates, run.wall_s
-            write_candidates(cands, out)
+            with store.staged("qa_candidates", domain, fingerprint) as tmp:
+                write_candidates(cands, tmp / out.name)
         summary = summarize(cands, wall)
         catalog.record(
             ArtifactRecord(
@@ -128,7 +129,8 @@ def grit_tasks_asset(config: GritConfig | None = None) -> list:
         fingerprint = chain_fingerprint([], f"{GRIT_VERSION}:{code_digest(Path(grit.__file__).parent)}", cfg)
         rows = grit.build_splits(config)
         out = store.layer_dir("grit_tasks", GRIT_PREFIX) / fingerprint / "tasks.parquet"
-        write_parquet(rows, out)
+        with store.staged("grit_tasks", GRIT_PREFIX, fingerprint) as tmp:
+            write_parquet(rows, tmp / out.name)
         counts = {f"{r['split']} / {r['task']}": 0 for r in rows}
         for r in rows:
             counts[f"{r['split']} / {r['task']}"] += 1

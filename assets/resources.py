@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -9,6 +11,7 @@ import dagster as dg
 from components.graph import GraphBackend, open_backend
 from components.graph.ladybug import DEFAULT_BUFFER_POOL_MB
 from components.store import PROJECT_ROOT, Catalog
+from components.store.atomic import as_storage_error, staged_dir
 from components.store import data_root as default_data_root
 
 __all__ = ["ArtifactStore", "GraphBackendResource", "PROJECT_ROOT"]
@@ -27,8 +30,18 @@ class ArtifactStore(dg.ConfigurableResource):
 
     def layer_dir(self, layer: str, domain: str) -> Path:
         path = self.root / layer / domain
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise (as_storage_error(exc, path) or exc) from exc
         return path
+
+    @contextmanager
+    def staged(self, layer: str, domain: str, fingerprint: str) -> Iterator[Path]:
+        """Build ``<layer>/<domain>/<fingerprint>/`` out of sight; it appears whole when the block
+        ends, never half-written (see :func:`components.store.atomic.staged_dir`)."""
+        with staged_dir(self.layer_dir(layer, domain) / fingerprint) as tmp:
+            yield tmp
 
     def catalog(self) -> Catalog:
         return Catalog(self.root / "catalog.duckdb")

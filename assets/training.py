@@ -54,7 +54,8 @@ def curriculum_splits_asset(domain: str, seed: int = 0) -> list:
         fingerprint = chain_fingerprint([cert.fingerprint], f"{VERSION}:{code_digest(curriculum_pkg.__path__[0])}", {"seed": seed})
         items = build_curriculum(read_certified(cert.path), schema, seed=seed)
         out = store.layer_dir(ASSET, domain) / fingerprint / "curriculum.parquet"
-        write_parquet(items, out)
+        with store.staged(ASSET, domain, fingerprint) as tmp:
+            write_parquet(items, tmp / out.name)
         summary = curriculum_summary(items)
         catalog.record(ArtifactRecord(asset=ASSET, domain=domain, fingerprint=fingerprint, parents=[cert.fingerprint],
                                       config={"seed": seed}, row_counts={"items": len(items)}, path=str(out),
@@ -116,7 +117,8 @@ def _train_or_reuse(context: dg.AssetExecutionContext, store: ArtifactStore, ass
         context.log.info(f"reusing {asset} {fingerprint}")
         return folder, dict(previous.metadata)
     try:
-        result = train(folder)
+        with store.staged(asset, domain, fingerprint) as tmp:
+            result = train(tmp)
     except ValueError as exc:
         raise dg.Failure(f"{domain}/{asset}: {exc}") from exc
     meta = {"losses": result.losses, "examples": result.examples, "dropped": len(result.dropped),
@@ -234,7 +236,8 @@ def preference_pairs_asset(domain: str, train: TrainConfig) -> list:
             report = dict(previous.metadata)
         else:
             pairs, report = sample_preference_pairs(ckpt.path, train_rows, snap.path, config)
-            write_parquet(pairs, out)
+            with store.staged(PAIRS, domain, fingerprint) as tmp:
+                write_parquet(pairs, tmp / out.name)
             catalog.record(ArtifactRecord(asset=PAIRS, domain=domain, fingerprint=fingerprint,
                                           parents=[ckpt.fingerprint, curr.fingerprint], config=vars(config),
                                           row_counts={"pairs": report["pairs"]}, path=str(out), metadata=report))
@@ -406,15 +409,16 @@ def ablations_asset(domain: str, train: TrainConfig, ablations: Sequence[Any]) -
             summary = previous.metadata["ablations"]
         else:
             summary = []
-            for a in ablations:
-                if not chosen[a.name]:
-                    raise dg.Failure(f"{domain}/{ABLATIONS}: ablation {a.name} selects no training rows")
-                result = run_ablation(a, ckpt.path, chosen[a.name], snap.path, train, root / a.name,
-                                      data_fingerprint=cert.fingerprint, domain=domain)
-                rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
-                summary.append({"name": a.name, "data": a.data, "reward": a.reward, "budget": a.budget,
-                                "items": len(chosen[a.name]), "path": str(root / a.name),
-                                "last_reward": rewards[-1] if rewards else None, "wall_s": result.wall_s})
+            with store.staged(ABLATIONS, domain, fingerprint) as tmp:
+                for a in ablations:
+                    if not chosen[a.name]:
+                        raise dg.Failure(f"{domain}/{ABLATIONS}: ablation {a.name} selects no training rows")
+                    result = run_ablation(a, ckpt.path, chosen[a.name], snap.path, train, tmp / a.name,
+                                          data_fingerprint=cert.fingerprint, domain=domain)
+                    rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
+                    summary.append({"name": a.name, "data": a.data, "reward": a.reward, "budget": a.budget,
+                                    "items": len(chosen[a.name]), "path": str(root / a.name),
+                                    "last_reward": rewards[-1] if rewards else None, "wall_s": result.wall_s})
             catalog.record(ArtifactRecord(asset=ABLATIONS, domain=domain, fingerprint=fingerprint,
                                           parents=[ckpt.fingerprint, curr.fingerprint, cert.fingerprint], config=config,
                                           row_counts={"ablations": len(summary)}, path=str(root),

@@ -71,6 +71,9 @@ class Certificate:
     status: str
     reasons: list[str] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
+    #: queries check 4's supporting program ran beyond its evidence (their reads count for
+    #: incremental re-certification); not part of :meth:`to_json`
+    forwarded: list[str] = field(default_factory=list, compare=False)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -83,6 +86,10 @@ class Certificate:
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "reasons": list(self.reasons),
                 "checks": [c.to_json() for c in self.checks]}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Certificate:
+        return cls(raw["status"], list(raw.get("reasons") or ()), [CheckResult.from_json(c) for c in raw.get("checks") or ()])
 
 
 def _run(steps: Sequence[Callable[[], CheckResult]], offset: int, checks: list[CheckResult]) -> Certificate | None:
@@ -134,7 +141,9 @@ def _checks_1_to_3(candidate: Any, ctx: _Context, snapshot_fingerprint: str | No
 def _check_4(candidate: Any, ctx: _Context, results: dict, checks: list[CheckResult]) -> Certificate:
     replay = ReplayQueryPath(ctx.query_path, results, ctx.lock)
     step = lambda: check_grounding(candidate, replay, ctx.schema, limits=ctx.limits, server=ctx.server)  # noqa: E731
-    return _run((step,), 3, checks) or _outcome(checks)
+    cert = _run((step,), 3, checks) or _outcome(checks)
+    cert.forwarded = list(dict.fromkeys(replay.forwarded_queries))
+    return cert
 
 
 def certify(

@@ -159,6 +159,11 @@ class CheckResult:
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> CheckResult:
+        return cls(raw["name"], raw["verdict"], raw.get("reason"), raw.get("detail") or "",
+                   tuple(raw.get("undetermined") or ()))
+
     @property
     def failed(self) -> bool:
         return self.verdict == "fail"
@@ -425,6 +430,7 @@ class ReplayQueryPath:
     def __init__(self, inner: Any, results: Mapping[tuple[str, str, int], Any], lock: Any = None) -> None:
         self.inner, self.results, self.lock = inner, results, lock
         self.replayed = self.forwarded = 0
+        self.forwarded_queries: list[str] = []  # what the program read beyond its evidence
 
     def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None) -> Any:
         hit = self.results.get(replay_key(query, params, limit))
@@ -432,6 +438,7 @@ class ReplayQueryPath:
             self.replayed += 1
             return hit
         self.forwarded += 1
+        self.forwarded_queries.append(query)
         if self.lock is None:
             return self.inner.run(query, params, limit=limit)
         with self.lock:

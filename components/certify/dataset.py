@@ -31,6 +31,7 @@ from typing import Any, Final
 from components.certify.accuracy import AccuracyReport, fault_accuracy
 from components.certify.certifier import REASONS, Certificate, certify_many
 from components.certify.faults import FAULTS
+from components.certify.incremental import candidate_key, candidate_reads
 from components.certify.judge import JudgeVerdict, SemanticJudge
 from components.certify.leakage import LeakageFilter, LeakageResult, build_lexicon, load_eval_questions
 from components.cypher.features import features_json
@@ -125,6 +126,7 @@ class CertifiedRun:
     leakage_report: dict[str, Any] | None
     wall_s: dict[str, float]
     judge_error: str | None = None
+    reused: int = 0  # certificates carried over unchanged (incremental re-certification)
 
     @property
     def admitted(self) -> list[dict[str, Any]]:
@@ -135,7 +137,7 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
 def _row(cand: QACandidate, cert: Certificate, verdict: JudgeVerdict | None, judge_on: bool,
-         leak: LeakageResult | None, schema: Any) -> dict[str, Any]:
+         leak: LeakageResult | None, schema: Any, reads: Sequence[str]) -> dict[str, Any]:
     certified = cert.status != "hard_failure"
     if not certified:
         verdict_name = "not_judged"
@@ -155,6 +157,7 @@ def _row(cand: QACandidate, cert: Certificate, verdict: JudgeVerdict | None, jud
         "leaked": leaked,
         "leakage_json": json.dumps(leak.to_json() if leak else None, default=str),
         "evidence_features_json": json.dumps(features, sort_keys=True, default=str),
+        "reads_json": json.dumps(sorted(reads)),
         "admitted": certified and verdict_name in ("accept", "skipped") and not leaked,
     }
 
@@ -165,11 +168,16 @@ def run_certification(
     config: CertifyConfig,
     *,
     progress: Progress | None = None,
+    reuse: Mapping[str, tuple[Mapping[str, Any], Sequence[str]]] | None = None,
 ) -> CertifiedRun:
     """Certify ``candidates`` against the graph at ``db_location`` (a fresh read-only
     connection), judge the certified ones (``config.judge == "on"``), run the leakage filter
     (``config.eval_questions``) and the fault-injection accuracy report; see the module
-    docstring. Never raises for anything a candidate contains."""
+    docstring. Never raises for anything a candidate contains.
+
+    ``reuse`` (:func:`~components.certify.incremental.reusable_certificates`) maps candidate
+    keys to certificates that still hold on this graph: those candidates are not certified again
+    (incremental re-certification); everything else is computed as usual."""
     from components.cypher.query_path import ReadOnlyQueryPath
     from components.graph import open_backend
 
@@ -192,8 +200,22 @@ def run_certification(
             return step
 
         t0 = time.perf_counter()
-        certs = certify_many(candidates, schema=schema, query_path=path, current_fingerprint=current,
-                             progress=tick("certify", n))
+        keep = {}
+        if reuse:
+            keys = [candidate_key(c.to_record()) for c in candidates]
+            keep = {i: reuse[k] for i, k in enumerate(keys) if k in reuse}
+        todo = [i for i in range(n) if i not in keep]
+        step = tick("certify", n)
+        if keep:
+            step(len(keep))
+        fresh = certify_many([candidates[i] for i in todo], schema=schema, query_path=path,
+                             current_fingerprint=current, progress=step)
+        certs: list[Certificate] = [None] * n  # type: ignore[list-item]
+        reads: list[Sequence[str]] = [()] * n
+        for i, cert in zip(todo, fresh, strict=True):
+            certs[i], reads[i] = cert, sorted(candidate_reads(candidates[i].evidence, cert.forwarded))
+        for i, (cert_json, read) in keep.items():
+            certs[i], reads[i] = Certificate.from_json(cert_json), list(read)
         wall["certify"] = time.perf_counter() - t0
 
         verdicts: dict[int, JudgeVerdict] = {}
@@ -229,7 +251,7 @@ def run_certification(
                               "by_where": dict(by_where), "by_eval": dict(by_eval.most_common())}
             wall["leakage"] = time.perf_counter() - t0
 
-        rows = [_row(c, certs[i], verdicts.get(i), config.judge == "on", leaks.get(i), schema)
+        rows = [_row(c, certs[i], verdicts.get(i), config.judge == "on", leaks.get(i), schema, reads[i])
                 for i, c in enumerate(candidates)]
 
         accuracy = None
@@ -240,7 +262,7 @@ def run_certification(
                                       per_fault=config.fault_sample, seed=config.seed,
                                       progress=tick("fault injection", len(pool) + config.fault_sample * len(FAULTS)))
             wall["fault_injection"] = time.perf_counter() - t0
-        return CertifiedRun(rows, accuracy, leakage_report, wall, judge_error)
+        return CertifiedRun(rows, accuracy, leakage_report, wall, judge_error, reused=len(keep))
     finally:
         backend.close()
 

@@ -27,7 +27,7 @@ from components.graph.errors import (
     SchemaError,
     UnsafeQueryError,
 )
-from components.graph.fingerprint import combine_fingerprint, node_digest, rel_digest
+from components.graph.fingerprint import combine_fingerprint, node_digest, part_fingerprints, rel_digest
 from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple, quote_identifier
 from components.graph.values import node_dict, normalize, path_dict, rel_dict
 
@@ -208,14 +208,20 @@ class LadybugBackend:
 
     # -- fingerprint ---------------------------------------------------------------------
     def _node_digests(self, schema: GraphSchema) -> Iterator[int]:
+        return (d for _, d in self._labelled_node_digests(schema))
+
+    def _rel_digests(self, schema: GraphSchema) -> Iterator[int]:
+        return (d for _, d in self._typed_rel_digests(schema))
+
+    def _labelled_node_digests(self, schema: GraphSchema) -> Iterator[tuple[str, int]]:
         for nl in schema.node_labels:
             names = list(nl.properties)
             cols = ", ".join(f"n.{quote_identifier(p)}" for p in names) or "1"
             table = self._arrow(f"MATCH (n:{quote_identifier(nl.label)}) RETURN {cols}")
             for row in zip(*(table.column(i).to_pylist() for i in range(len(names)))):
-                yield node_digest(nl.label, dict(zip(names, row, strict=True)))
+                yield nl.label, node_digest(nl.label, dict(zip(names, row, strict=True)))
 
-    def _rel_digests(self, schema: GraphSchema) -> Iterator[int]:
+    def _typed_rel_digests(self, schema: GraphSchema) -> Iterator[tuple[str, int]]:
         labels = schema.labels
         for rt in schema.rel_types:
             names = list(rt.properties)
@@ -229,9 +235,14 @@ class LadybugBackend:
                 )
                 columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
                 for row in zip(*columns):
-                    yield rel_digest(
+                    yield rt.type, rel_digest(
                         rt.type, t.source, row[0], t.target, row[1], dict(zip(names, row[2:], strict=True))
                     )
+
+    def part_fingerprints(self) -> dict[str, str]:
+        """Per label / relationship type fingerprints (see :func:`part_fingerprints`)."""
+        schema = self.schema()
+        return part_fingerprints(self._labelled_node_digests(schema), self._typed_rel_digests(schema), schema)
 
     def fingerprint(self) -> str:
         schema = self.schema()

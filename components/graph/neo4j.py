@@ -26,7 +26,7 @@ from components.graph.errors import (
     SchemaError,
     UnsafeQueryError,
 )
-from components.graph.fingerprint import combine_fingerprint, node_digest, rel_digest
+from components.graph.fingerprint import combine_fingerprint, node_digest, part_fingerprints, rel_digest
 from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple
 from components.graph.values import node_dict, normalize, path_dict, rel_dict
 
@@ -224,6 +224,15 @@ class Neo4jBackend:
             )
         )
         return combine_fingerprint(nodes, rels)
+
+    def part_fingerprints(self) -> dict[str, str]:
+        """Per label / relationship type fingerprints (see :func:`part_fingerprints`)."""
+        pk = {"pk": self.id_property}
+        nodes = ((label, node_digest(label, p))
+                 for label, p in self._stream("MATCH (n) RETURN head(labels(n)), properties(n)", pk))
+        rels = ((t, rel_digest(t, s, sk, d, dk, p)) for t, s, sk, d, dk, p in self._stream(
+            "MATCH (a)-[r]->(b) RETURN type(r), head(labels(a)), a[$pk], head(labels(b)), b[$pk], properties(r)", pk))
+        return part_fingerprints(nodes, rels, self.schema())
 
     def close(self) -> None:
         self._driver.close()

@@ -11,7 +11,6 @@ files (or the generator's parameters) without importing anything.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from components.graph.errors import ImportFormatError
 from components.graph.ladybug import LadybugBackend
 from components.graph.load import load_graph
 from components.graph.schema import GraphSchema
+from components.store.atomic import new_staging_dir
 from components.store.fingerprint import chain_fingerprint, hash_path
 
 __all__ = ["SNAPSHOT_VERSION", "Snapshot", "SourceSpec", "build_snapshot", "source_fingerprint"]
@@ -97,7 +97,7 @@ def build_snapshot(domain: str, spec: SourceSpec, root: str | Path) -> Snapshot:
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     data = read_source(spec.format, spec.src, **dict(spec.options))
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+    staging = new_staging_dir(root, "snapshot")
     try:
         load_graph(data, staging / "db", overwrite=True)
         with LadybugBackend(staging / "db") as backend:

@@ -17,6 +17,8 @@ from typing import Any, Iterator
 
 import duckdb
 
+from components.store.atomic import as_storage_error
+
 __all__ = ["ArtifactRecord", "Catalog"]
 
 _DDL = """
@@ -51,17 +53,28 @@ class ArtifactRecord:
 class Catalog:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise (as_storage_error(exc, self.path.parent) or exc) from exc
         with self._connect() as con:
             con.execute(_DDL)
 
     @contextmanager
     def _connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = duckdb.connect(str(self.path))
+        """One connection per operation; a full disk or an unwritable catalog becomes a
+        :class:`~components.store.atomic.StorageError` naming the catalog file."""
         try:
-            yield con
-        finally:
-            con.close()
+            con = duckdb.connect(str(self.path))
+            try:
+                yield con
+            finally:
+                con.close()
+        except (OSError, duckdb.Error) as exc:
+            storage = as_storage_error(exc, self.path)
+            if storage is None:
+                raise
+            raise storage from exc
 
     def record(self, rec: ArtifactRecord) -> ArtifactRecord:
         created = rec.created_at or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)

@@ -36,7 +36,8 @@ Schema of a file::
     grit:                     # optional, read from the default domain: GritConfig (components/evaluation/grit.py)
       sizes: [10, 40]         # train / test / ood nodes; large_sizes: [40, 60]
 
-Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated).
+Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated); ``GRAPHDOJO_DOMAINS``
+(``,``-separated names) keeps only those domains (a deployment that serves one graph, a test).
 """
 
 from __future__ import annotations
@@ -145,6 +146,12 @@ def load_domains(extra_dirs: str | None = None) -> dict[str, DomainConfig]:
             if cfg.name in domains:
                 raise DomainConfigError(f"{path}: domain {cfg.name!r} already defined in {domains[cfg.name].path}")
             domains[cfg.name] = cfg
+    only = [n.strip() for n in os.environ.get("GRAPHDOJO_DOMAINS", "").split(",") if n.strip()]
+    if only:
+        unknown = sorted(set(only) - set(domains))
+        if unknown:
+            raise DomainConfigError(f"GRAPHDOJO_DOMAINS names unknown domains {unknown}; configured: {sorted(domains)}")
+        domains = {n: domains[n] for n in only}
     return domains
 
 
@@ -155,6 +162,8 @@ def default_domain(domains: dict[str, DomainConfig]) -> str:
             raise DomainConfigError(f"GRAPHDOJO_DOMAIN={env!r} is not one of {sorted(domains)}")
         return env
     defaults = [d.name for d in domains.values() if d.default]
+    if len(domains) == 1:
+        return next(iter(domains))
     if len(defaults) != 1:
         raise DomainConfigError(f"exactly one domain must be marked default, found {defaults}")
     return defaults[0]

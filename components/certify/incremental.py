@@ -1,0 +1,130 @@
+"""Incremental re-certification: when the graph changes, re-verify only the candidates whose
+evidence could be affected and reuse the certificates of the rest.
+
+A certificate (checks 1–4) depends on the candidate and on the parts of the graph its queries
+can see: the schema entries and the content of the node labels and relationship types those
+queries name. :func:`query_reads` lists those parts for one query — ``node:<Label>`` and
+``rel:<TYPE>``, or ``*`` (everything) when a node pattern has no plain label, a relationship no
+type, or the query does not parse; a candidate's *reads* are those of its evidence queries plus
+every query its supporting program ran beyond them (:attr:`Certificate.forwarded`).
+:func:`~components.graph.fingerprint.part_fingerprints` of the old and the new snapshot say which
+parts changed. A candidate is *affected* when a changed part is among its reads (``*`` meets
+every change); unaffected candidates keep their certificate — checks 1–4 would read exactly the
+same schema entries and rows — and affected ones are certified again against the new graph.
+Everything graph-wide (the judge, the leakage lexicon, the evidence features, the certifier's
+fault-injection accuracy) is recomputed for all of them, so the result equals a full
+re-certification (tested).
+
+Candidates are matched to earlier rows by :func:`candidate_key`: their content (question,
+answer, program, evidence, trace …) without timings and without the snapshot they claim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from cypherast import ast as a
+
+from components.cypher.parse import iter_nodes, parse_query
+
+__all__ = ["ALL", "CERT_COLUMNS", "affected", "candidate_key", "candidate_reads", "query_reads", "reusable_certificates"]
+
+ALL: Final = "*"
+_VOLATILE: Final = frozenset({"latency_s", "prompt_tokens", "completion_tokens"})
+
+
+def query_reads(query: str) -> frozenset[str]:
+    """The graph parts ``query`` can read (see the module docstring).
+
+    >>> sorted(query_reads("MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN p.title"))
+    ['node:Author', 'node:Paper', 'rel:WROTE']
+    >>> sorted(query_reads("MATCH (a:Author)-[:WROTE]->(p) RETURN p"))
+    ['*']
+    >>> sorted(query_reads("MATCH (a:Author) WHERE EXISTS { (a)-[:CITES]->(:Paper) } RETURN a"))
+    ['node:Author', 'node:Paper', 'rel:CITES']
+    """
+    try:
+        tree = parse_query(query).tree
+    except Exception:  # noqa: BLE001 - an unreadable query can read anything
+        return frozenset({ALL})
+    reads: set[str] = set()
+    nodes = [n for n in iter_nodes(tree) if isinstance(n, a.NodePattern)]
+    # a variable labelled elsewhere names the same node — unless scopes can rebind it
+    rebinds = any(isinstance(n, (a.Union, a.CallSubquery)) for n in iter_nodes(tree))
+    labelled = set() if rebinds else {str(n.variable) for n in nodes if n.variable is not None and _plain_labels(n)}
+    for node in nodes:
+        names = _plain_labels(node)
+        if not names and (node.variable is None or str(node.variable) not in labelled):
+            return frozenset({ALL})  # a node of any label (a variable labelled elsewhere is fine)
+        reads.update(f"node:{name}" for name in names)
+    for node in iter_nodes(tree):
+        if isinstance(node, a.RelationshipPattern):
+            if not node.types:
+                return frozenset({ALL})
+            reads.update(f"rel:{t}" for t in node.types)
+    return frozenset(reads)
+
+
+def _plain_labels(node: a.NodePattern) -> list[str]:
+    labels = node.labels
+    if labels is None or labels.expression is not None:
+        return []
+    return [str(name) for name in labels.labels or ()]
+
+
+def candidate_reads(evidence: Any, forwarded: Iterable[str] = ()) -> frozenset[str]:
+    """Everything a candidate's certificate read: its evidence queries and the program's other
+    queries (malformed evidence: everything)."""
+    if not isinstance(evidence, (list, tuple)):
+        return frozenset({ALL})
+    queries = [e.get("query") if isinstance(e, Mapping) else None for e in evidence]
+    if not all(isinstance(q, str) for q in queries):
+        return frozenset({ALL})
+    reads: set[str] = set()
+    for query in queries + list(forwarded):
+        reads |= query_reads(query)
+        if ALL in reads:
+            return frozenset({ALL})
+    return frozenset(reads)
+
+
+def affected(reads: Iterable[str], changed: set[str]) -> bool:
+    """Whether a change of the parts ``changed`` can change a certificate that read ``reads``."""
+    reads = set(reads)
+    return bool(changed) and (ALL in reads or bool(reads & changed))
+
+
+def candidate_key(record: Mapping[str, Any]) -> str:
+    """Content key of a candidate record (``QACandidate.to_record()`` or a certified row's
+    candidate columns): everything but timings and the claimed snapshot."""
+    meta = record.get("meta_json")
+    meta = json.loads(meta) if isinstance(meta, str) else dict(meta or {})
+    meta.pop("snapshot_fingerprint", None)
+    content = {k: v for k, v in record.items() if k not in _VOLATILE and k != "meta_json"}
+    content["meta"] = meta
+    return hashlib.blake2b(json.dumps(content, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+
+
+#: The columns a certified row adds to its candidate's record (``dataset._row``).
+CERT_COLUMNS: Final = frozenset({"status", "reasons", "certificate_json", "verdict", "judge_json", "leaked",
+                                 "leakage_json", "evidence_features_json", "reads_json", "admitted"})
+
+
+def reusable_certificates(previous_rows: Sequence[Mapping[str, Any]],
+                          changed: set[str]) -> dict[str, tuple[dict[str, Any], list[str]]]:
+    """``candidate_key → (certificate json, reads)`` for every earlier certified row whose
+    certificate still holds after the parts ``changed`` changed."""
+    out: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for row in previous_rows:
+        raw_reads = row.get("reads_json")
+        if not raw_reads:
+            continue  # a row from before reads were recorded: certify it again
+        reads = json.loads(raw_reads)
+        if affected(reads, changed):
+            continue
+        record = {k: v for k, v in row.items() if k not in CERT_COLUMNS}
+        out[candidate_key(record)] = (json.loads(row["certificate_json"]), reads)
+    return out
