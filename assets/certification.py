@@ -20,6 +20,7 @@ from components.certify.dataset import (
     run_certification,
     write_certified,
 )
+from components.certify.incremental import previous_certificates
 from components.certify.quality import leakage_in_admitted, reverify_admitted, run_expectations
 from components.quizzer.run import TqdmProgress, read_candidates
 from components.store import ArtifactRecord
@@ -86,14 +87,18 @@ def certified_dataset_asset(domain: str, config: CertifyConfig) -> list:
             rows, report = read_certified(table), json.loads(report_path.read_text())
             context.log.info(f"reusing certified dataset {fingerprint}")
         else:
+            reuse, since = previous_certificates(catalog, ASSET, domain, config.to_json(), snap.metadata.get("parts"))
             bars = TqdmProgress(f"{domain} certification")
             try:
-                run = run_certification(read_candidates(cands.path), snap.path, config, progress=bars)
+                run = run_certification(read_candidates(cands.path), snap.path, config, progress=bars, reuse=reuse)
             finally:
                 bars.close()
+            context.log.info(f"incremental re-certification: {run.reused} of {len(run.rows)} certificates reused "
+                             f"from {since}" if since else "full certification (no earlier run to build on)")
             rows = run.rows
             report = {"accuracy": run.accuracy.to_json() if run.accuracy else None,
-                      "leakage": run.leakage_report, "wall_s": run.wall_s, "judge_error": run.judge_error}
+                      "leakage": run.leakage_report, "wall_s": run.wall_s, "judge_error": run.judge_error,
+                      "reused_certificates": run.reused, "reused_from": since}
             with store.staged(ASSET, domain, fingerprint) as tmp:
                 write_certified(rows, tmp / table.name)
                 write_certified(run.admitted, tmp / admitted_path.name)

@@ -24,16 +24,20 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from cypherast import ast as a
 
 from components.cypher.parse import iter_nodes, parse_query
+from components.graph.fingerprint import changed_parts
 
-__all__ = ["ALL", "CERT_COLUMNS", "affected", "candidate_key", "candidate_reads", "query_reads", "reusable_certificates"]
+__all__ = ["ALL", "CERT_COLUMNS", "affected", "candidate_key", "candidate_reads", "previous_certificates", "query_reads",
+           "reusable_certificates"]
 
 ALL: Final = "*"
-_VOLATILE: Final = frozenset({"latency_s", "prompt_tokens", "completion_tokens"})
+#: timings, wherever they occur (the trace's per-call ``elapsed_ms`` included)
+_VOLATILE: Final = frozenset({"latency_s", "prompt_tokens", "completion_tokens", "elapsed_ms", "elapsed_s"})
 
 
 def query_reads(query: str) -> frozenset[str]:
@@ -99,13 +103,30 @@ def affected(reads: Iterable[str], changed: set[str]) -> bool:
 
 def candidate_key(record: Mapping[str, Any]) -> str:
     """Content key of a candidate record (``QACandidate.to_record()`` or a certified row's
-    candidate columns): everything but timings and the claimed snapshot."""
-    meta = record.get("meta_json")
-    meta = json.loads(meta) if isinstance(meta, str) else dict(meta or {})
-    meta.pop("snapshot_fingerprint", None)
-    content = {k: v for k, v in record.items() if k not in _VOLATILE and k != "meta_json"}
-    content["meta"] = meta
+    candidate columns): everything but timings and the claimed snapshot. The certifier reads
+    neither (check 3 compares the claimed snapshot with the graph it runs on)."""
+    content = {}
+    for k, v in record.items():
+        if k in _VOLATILE:
+            continue
+        if k.endswith("_json") and isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except ValueError:
+                pass
+        content[k] = _without_timings(v)
+    meta = content.get("meta_json")
+    if isinstance(meta, dict):
+        meta.pop("snapshot_fingerprint", None)
     return hashlib.blake2b(json.dumps(content, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+
+
+def _without_timings(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_timings(v) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, (list, tuple)):
+        return [_without_timings(v) for v in value]
+    return value
 
 
 #: The columns a certified row adds to its candidate's record (``dataset._row``).
@@ -128,3 +149,22 @@ def reusable_certificates(previous_rows: Sequence[Mapping[str, Any]],
         record = {k: v for k, v in row.items() if k not in CERT_COLUMNS}
         out[candidate_key(record)] = (json.loads(row["certificate_json"]), reads)
     return out
+
+
+def previous_certificates(catalog: Any, asset: str, domain: str, config: Mapping[str, Any],
+                          parts: Mapping[str, str] | None) -> tuple[dict[str, tuple[dict[str, Any], list[str]]], str | None]:
+    """The reusable certificates (:func:`reusable_certificates`) of ``domain``'s latest certified
+    run in ``catalog`` (a :class:`~components.store.Catalog`) for a graph whose part fingerprints
+    are ``parts``, and that run's fingerprint. ``({}, None)`` when there is nothing to build on: no
+    earlier run, another certify config, or a snapshot recorded without part fingerprints."""
+    from components.store.fingerprint import read_parquet
+
+    prev = catalog.latest(asset, domain)
+    if prev is None or not prev.path or not Path(prev.path).is_file() or dict(prev.config) != dict(config) or not parts:
+        return {}, None
+    cands = catalog.get("qa_candidates", domain, prev.parents[0]) if prev.parents else None
+    snap = catalog.get("graph_snapshot", domain, cands.parents[0]) if cands and cands.parents else None
+    old = snap.metadata.get("parts") if snap else None
+    if not old:
+        return {}, None
+    return reusable_certificates(read_parquet(prev.path), changed_parts(old, parts)), prev.fingerprint

@@ -146,3 +146,64 @@ def test_curriculum_splits_from_the_certified_dataset(tmp_path: Path) -> None:
     assert meta["crossing_entities"].value == 0
     assert {i["split"] for i in items} <= {"train", "validation", "test"}
     assert [r.data["stage point"] for r in meta["sampler_p"].value.records] == ["start", "middle", "end"]
+
+
+def _write_csv(graph, folder: Path) -> None:
+    """The test's graph source: a CSV folder (nodes/<Label>.csv, relationships/<TYPE>.csv)."""
+    import csv
+
+    for sub in ("nodes", "relationships"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    for label, ns in graph.nodes.items():
+        cols = sorted({k for r in ns.rows for k in r} - {"id"})
+        with open(folder / "nodes" / f"{label}.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["id", *cols])
+            w.writerows([[r["id"], *("" if r.get(c) is None else r[c] for c in cols)] for r in ns.rows])
+    for rtype, rs in graph.rels.items():
+        cols = sorted({k for r in rs.rows for k in r.properties})
+        with open(folder / "relationships" / f"{rtype}.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["source", "target", "source_label", "target_label", *cols])
+            w.writerows([[r.src_id, r.dst_id, r.src_label, r.dst_label, *("" if r.properties.get(c) is None else r.properties[c]
+                                                                          for c in cols)] for r in rs.rows])
+
+
+def test_a_changed_graph_is_recertified_incrementally_and_equals_a_full_run(tmp_path: Path) -> None:
+    from components.graph.sources.demo import generate
+
+    graph = generate("academic", seed=2, scale=200)
+    src = tmp_path / "src"
+    _write_csv(graph, src)
+    quiz = QuizConfig(template_n=24, llm_n=0, seed=1)
+    config = CertifyConfig(fault_sample=0)
+
+    def run(root: Path):
+        defs = [*graph_snapshot_asset("lab", SourceSpec("csv", str(src))), *qa_candidates_asset("lab", quiz),
+                *certified_dataset_asset("lab", config)]
+        with dg.DagsterInstance.ephemeral() as instance:
+            result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(root)),
+                                                     "graph": GraphBackendResource()}, instance=instance)
+        meta = _meta(result, "certified_dataset")
+        return read_certified(meta["path"].value), Catalog(root / "catalog.duckdb").latest("certified_dataset", "lab")
+
+    first, rec1 = run(tmp_path / "data")
+    assert rec1.metadata["reused_certificates"] == 0 and rec1.metadata["reused_from"] is None
+    for row in graph.nodes["Venue"].rows:  # the graph changes in one label
+        row["name"] = f"{row['name']} II"
+    _write_csv(graph, src)
+    second, rec2 = run(tmp_path / "data")
+    full, _ = run(tmp_path / "fresh")  # a full certification of the changed graph
+    assert rec2.metadata["reused_from"] == rec1.fingerprint
+    assert 0 < rec2.metadata["reused_certificates"] < len(second)
+    # equal to the full run in every column but the quizzer's own timings (it ran twice)
+    assert _untimed(second) == _untimed(full)
+    assert [r["status"] for r in second] == [r["status"] for r in full]
+
+
+def _untimed(rows: list[dict]) -> list[dict]:
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in ("elapsed_s", "elapsed_ms", "latency_s")}
+        return [strip(x) for x in v] if isinstance(v, list) else v
+    return [strip({k: json.loads(v) if k.endswith("_json") else v for k, v in r.items()}) for r in rows]
