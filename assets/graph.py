@@ -5,7 +5,7 @@ import dagster as dg
 
 from assets.resources import ArtifactStore, GraphBackendResource
 from components.graph.schema import GraphSchema
-from components.graph.snapshot import SNAPSHOT_VERSION, SourceSpec, build_snapshot
+from components.graph.snapshot import SNAPSHOT_VERSION, SourceSpec, build_snapshot, source_fingerprint
 from components.store import ArtifactRecord
 
 __all__ = ["GROUP", "graph_snapshot_asset", "snapshot_key"]
@@ -56,6 +56,7 @@ def graph_snapshot_asset(domain: str, source: SourceSpec, description: str = "")
     def _snapshot(
         context: dg.AssetExecutionContext, store: ArtifactStore, graph: GraphBackendResource
     ) -> dg.MaterializeResult:
+        source_fp = source_fingerprint(source)  # what the sensor and the nightly schedule compare
         snap = build_snapshot(domain, source, store.layer_dir("graphs", domain))
         with graph.open(snap.location) as backend:  # the stored snapshot opens read-only
             if backend.schema() != snap.schema:
@@ -69,7 +70,8 @@ def graph_snapshot_asset(domain: str, source: SourceSpec, description: str = "")
                 config=source.to_json(),
                 row_counts=snap.counts,
                 path=snap.location,
-                metadata={"schema": snap.schema.to_json(), "backend": snap.backend, "parts": parts},
+                metadata={"schema": snap.schema.to_json(), "backend": snap.backend, "parts": parts,
+                          "source_fingerprint": source_fp},
             )
         )
         context.log.info(f"{domain}: {snap.counts} fingerprint={snap.fingerprint}")

@@ -20,6 +20,7 @@ from assets.training import (
 from assets.resources import ArtifactStore, GraphBackendResource
 from components.store import data_root as default_data_root
 from orchestration.domains import DomainConfig, default_domain, load_domains
+from orchestration.schedules import build_nightly_schedule
 from orchestration.sensors import build_source_sensor, pipeline_job_name
 
 __all__ = ["build_definitions", "defs"]
@@ -77,6 +78,8 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
         asset_checks=[a for a in assets if isinstance(a, dg.AssetChecksDefinition)],
         jobs=jobs,
         sensors=[build_source_sensor(domains, jobs)],
+        schedules=[build_nightly_schedule(domains, {name: [k for a in assets if not isinstance(a, dg.AssetChecksDefinition)
+                                                          for k in a.keys if k.path[0] == name] for name in domains})],
         resources={"store": ArtifactStore(data_root=root), "graph": GraphBackendResource()},
         executor=dg.in_process_executor,
         metadata={"default_domain": default_domain(domains)},

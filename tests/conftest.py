@@ -44,6 +44,27 @@ def contract_graph() -> GraphData:
     return g
 
 
+def write_csv_graph(graph: GraphData, folder: Path) -> None:
+    """The test's graph source: a CSV folder (nodes/<Label>.csv, relationships/<TYPE>.csv)."""
+    import csv
+
+    for sub in ("nodes", "relationships"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    for label, ns in graph.nodes.items():
+        cols = sorted({k for r in ns.rows for k in r} - {"id"})
+        with open(folder / "nodes" / f"{label}.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["id", *cols])
+            w.writerows([[r["id"], *("" if r.get(c) is None else r[c] for c in cols)] for r in ns.rows])
+    for rtype, rs in graph.rels.items():
+        cols = sorted({k for r in rs.rows for k in r.properties})
+        with open(folder / "relationships" / f"{rtype}.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["source", "target", "source_label", "target_label", *cols])
+            w.writerows([[r.src_id, r.dst_id, r.src_label, r.dst_label, *("" if r.properties.get(c) is None else r.properties[c]
+                                                                          for c in cols)] for r in rs.rows])
+
+
 @pytest.fixture(scope="session")
 def contract_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("contract") / "db"

@@ -18,6 +18,7 @@ from components.certify.dataset import CertifyConfig, read_certified
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig
 from components.store import Catalog
+from tests.conftest import write_csv_graph
 
 SOURCE = SourceSpec("generator", "academic", {"seed": 2, "scale": 200})
 QUIZ = QuizConfig(template_n=16, llm_n=0, seed=1)
@@ -148,33 +149,12 @@ def test_curriculum_splits_from_the_certified_dataset(tmp_path: Path) -> None:
     assert [r.data["stage point"] for r in meta["sampler_p"].value.records] == ["start", "middle", "end"]
 
 
-def _write_csv(graph, folder: Path) -> None:
-    """The test's graph source: a CSV folder (nodes/<Label>.csv, relationships/<TYPE>.csv)."""
-    import csv
-
-    for sub in ("nodes", "relationships"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-    for label, ns in graph.nodes.items():
-        cols = sorted({k for r in ns.rows for k in r} - {"id"})
-        with open(folder / "nodes" / f"{label}.csv", "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["id", *cols])
-            w.writerows([[r["id"], *("" if r.get(c) is None else r[c] for c in cols)] for r in ns.rows])
-    for rtype, rs in graph.rels.items():
-        cols = sorted({k for r in rs.rows for k in r.properties})
-        with open(folder / "relationships" / f"{rtype}.csv", "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["source", "target", "source_label", "target_label", *cols])
-            w.writerows([[r.src_id, r.dst_id, r.src_label, r.dst_label, *("" if r.properties.get(c) is None else r.properties[c]
-                                                                          for c in cols)] for r in rs.rows])
-
-
 def test_a_changed_graph_is_recertified_incrementally_and_equals_a_full_run(tmp_path: Path) -> None:
     from components.graph.sources.demo import generate
 
     graph = generate("academic", seed=2, scale=200)
     src = tmp_path / "src"
-    _write_csv(graph, src)
+    write_csv_graph(graph, src)
     quiz = QuizConfig(template_n=24, llm_n=0, seed=1)
     config = CertifyConfig(fault_sample=0)
 
@@ -191,7 +171,7 @@ def test_a_changed_graph_is_recertified_incrementally_and_equals_a_full_run(tmp_
     assert rec1.metadata["reused_certificates"] == 0 and rec1.metadata["reused_from"] is None
     for row in graph.nodes["Venue"].rows:  # the graph changes in one label
         row["name"] = f"{row['name']} II"
-    _write_csv(graph, src)
+    write_csv_graph(graph, src)
     second, rec2 = run(tmp_path / "data")
     full, _ = run(tmp_path / "fresh")  # a full certification of the changed graph
     assert rec2.metadata["reused_from"] == rec1.fingerprint

@@ -40,9 +40,11 @@ def test_asset_graph_snapshot() -> None:
         "biomedical_pipeline",
         "ecommerce_pipeline",
         "grit_pipeline",
+        "nightly_refresh",
         "transfer_pipeline",
     ]
     assert [s.name for s in defs.sensors] == ["graph_source_sensor"]
+    assert [s.name for s in defs.schedules] == ["nightly_source_check"]
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
     assert set(groups.values()) == {"graph", "generation", "certification", "training", "evaluation"}
     assert groups["academic/qa_candidates"] == "generation"
