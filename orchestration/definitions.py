@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 
+import os
+
 import dagster as dg
 
 from assets.certification import certified_dataset_asset
@@ -37,7 +39,7 @@ def domain_assets(cfg: DomainConfig) -> list:
         *rl_stage_assets(cfg.name, cfg.train),
         *ablations_asset(cfg.name, cfg.train, cfg.ablations),
         *preference_pairs_asset(cfg.name, cfg.train),
-        *eval_reports_asset(cfg.name, cfg.train, cfg.evaluate, with_ablations=bool(cfg.ablations)),
+        *eval_reports_asset(cfg.name, cfg.train, cfg.evaluate, with_ablations=True),
     ]
 
 
@@ -45,6 +47,27 @@ def grit_assets(cfg: DomainConfig) -> list:
     """The domain-independent GRIT-style tasks, the GRAIN checkpoint and its evaluation (with the
     default domain's training preset and evaluation settings)."""
     return [*grit_tasks_asset(cfg.grit), *grain_checkpoint_asset(cfg.train), *grit_eval_asset(cfg.train, cfg.evaluate)]
+
+
+EXECUTORS = ("in_process", "multiprocess", "k8s")
+
+
+def executor_from_env() -> dg.ExecutorDefinition:
+    """``GRAPHDOJO_EXECUTOR``: ``in_process`` (default: one process, what the demo and tests
+    use), ``multiprocess`` (one process per asset on this machine) or ``k8s`` (one Kubernetes Job
+    per asset, dagster-k8s; run config in orchestration/scale/dagster/, see docs/scale.md)."""
+    name = os.environ.get("GRAPHDOJO_EXECUTOR", "in_process")
+    if name == "in_process":
+        return dg.in_process_executor
+    if name == "multiprocess":
+        return dg.multiprocess_executor
+    if name == "k8s":
+        try:
+            from dagster_k8s import k8s_job_executor
+        except ImportError as exc:
+            raise RuntimeError("GRAPHDOJO_EXECUTOR=k8s needs dagster-k8s: pip install -e '.[scale]'") from exc
+        return k8s_job_executor
+    raise ValueError(f"GRAPHDOJO_EXECUTOR={name!r}; known: {', '.join(EXECUTORS)}")
 
 
 def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root: str | None = None) -> dg.Definitions:
@@ -81,7 +104,7 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
         schedules=[build_nightly_schedule(domains, {name: [k for a in assets if not isinstance(a, dg.AssetChecksDefinition)
                                                           for k in a.keys if k.path[0] == name] for name in domains})],
         resources={"store": ArtifactStore(data_root=root), "graph": GraphBackendResource()},
-        executor=dg.in_process_executor,
+        executor=executor_from_env(),
         metadata={"default_domain": default_domain(domains)},
     )
 

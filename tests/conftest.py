@@ -65,6 +65,32 @@ def write_csv_graph(graph: GraphData, folder: Path) -> None:
                                                                           for c in cols)] for r in rs.rows])
 
 
+LAB_DOMAIN = """
+name: lab
+description: a small academic graph for the operations tests (cpu-tiny model)
+source: {format: generator, src: academic, options: {seed: 0, scale: 200}}
+quiz: {template_n: 12, llm_n: 0, seed: 0}
+certify: {judge: off, fault_sample: 0, eval_questions: eval/lab.jsonl}
+train:
+  preset: cpu-tiny
+  threads: 1
+  budgets: {rl_steps: 1, dancer_steps: 1, dpo_steps: 1, pair_questions: 1, rl_questions: 2}
+eval: {samples: 1, max_questions: 2, max_turns: 1, max_new_tokens: 16}
+ablations:
+  - {name: strict-only, data: strict}
+"""
+
+
+def write_lab_domain(folder: Path, text: str = LAB_DOMAIN) -> Path:
+    """A domains folder holding ``lab.yaml`` (+ its evaluation questions) for the subprocess tests
+    (``GRAPHDOJO_DOMAINS_DIR`` = the folder, ``GRAPHDOJO_DOMAINS=lab``)."""
+    (folder / "eval").mkdir(parents=True, exist_ok=True)
+    (folder / "eval" / "lab.jsonl").write_text(
+        '{"qid": "e1", "question": "Who wrote the held-out paper?", "answer": "nobody", "entities": ["author_999"]}\n')
+    (folder / "lab.yaml").write_text(text)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def contract_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("contract") / "db"

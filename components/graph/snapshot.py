@@ -20,7 +20,7 @@ from components.graph.errors import ImportFormatError
 from components.graph.ladybug import LadybugBackend
 from components.graph.load import load_graph
 from components.graph.schema import GraphSchema
-from components.store.atomic import new_staging_dir
+from components.store.atomic import as_storage_error, new_staging_dir
 from components.store.fingerprint import chain_fingerprint, hash_path
 
 __all__ = ["SNAPSHOT_VERSION", "Snapshot", "SourceSpec", "build_snapshot", "source_fingerprint"]
@@ -107,6 +107,11 @@ def build_snapshot(domain: str, spec: SourceSpec, root: str | Path) -> Snapshot:
         if not (final / "graph.lbug").is_file():
             shutil.rmtree(final, ignore_errors=True)
             (staging / "db").rename(final)
+    except Exception as exc:
+        storage = as_storage_error(exc, root)  # a full disk inside the engine says "IO exception"
+        if storage is None:
+            raise
+        raise storage from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return Snapshot(domain, "ladybug", str(final), fingerprint, schema, spec)

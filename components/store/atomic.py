@@ -43,9 +43,25 @@ class StorageError(OSError):
     """A storage failure with a message a user can act on (``errno`` kept)."""
 
 
+#: below this many free bytes, an engine's I/O error is taken for a full disk
+NEARLY_FULL_BYTES = 1 << 20
+
+
+def _free_bytes(path: str | Path) -> int | None:
+    p = Path(path)
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        return shutil.disk_usage(p).free
+    except OSError:
+        return None
+
+
 def as_storage_error(exc: BaseException, path: str | Path | None = None) -> StorageError | None:
     """The :class:`StorageError` for ``exc`` when it is a disk-full / quota / permission /
-    read-only failure (an ``OSError`` or a DuckDB ``IOException`` that says so), else ``None``."""
+    read-only failure (an ``OSError``, or an engine error — DuckDB, Ladybug — that says so), else
+    ``None``. Engines do not always say it: any failure while the file system of ``path`` has
+    less than :data:`NEARLY_FULL_BYTES` free is reported as a full disk."""
     if isinstance(exc, StorageError):
         return exc
     code = exc.errno if isinstance(exc, OSError) else None
@@ -57,6 +73,10 @@ def as_storage_error(exc: BaseException, path: str | Path | None = None) -> Stor
             if needle in text:
                 code = guess
                 break
+    if code not in _ADVICE and path is not None:
+        free = _free_bytes(path)
+        if free is not None and free < NEARLY_FULL_BYTES:
+            code = errno.ENOSPC
     if code not in _ADVICE:
         return None
     where = path or getattr(exc, "filename", None) or "the data folder"

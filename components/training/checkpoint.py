@@ -65,20 +65,40 @@ class TrainConfig:
     max_examples: int | None = None
     seed: int = 0
     threads: int | None = None
+    #: any other preset budget, e.g. ``{rl_steps: 4, rl_new_tokens: 96}`` (keys of :data:`PRESETS`)
+    budgets: Mapping[str, Any] = field(default_factory=dict)
+    #: rollouts on vLLM (gpu preset only): ``colocate`` (default there: an engine inside the
+    #: training process) or ``server`` (``trl vllm-serve`` at ``vllm_server_url``)
+    vllm_mode: str | None = None
+    vllm_server_url: str | None = None
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; known: {sorted(PRESETS)}")
         if self.preset == "gpu" and not self.model_dir:
             raise ValueError("the gpu preset needs model_dir (a local Hugging Face folder)")
+        if self.vllm_mode not in (None, "colocate", "server"):
+            raise ValueError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
+        if (self.vllm_mode or self.vllm_server_url) and self.preset != "gpu":
+            raise ValueError("vllm_mode / vllm_server_url need the gpu preset (vLLM runs on GPUs)")
+        if self.vllm_mode == "server" and not str(self.vllm_server_url or "").startswith(("http://", "https://")):
+            raise ValueError("vllm_mode: server needs vllm_server_url (http://host:port of `trl vllm-serve`)")
+        if not isinstance(self.budgets, Mapping):
+            raise ValueError(f"budgets must be a mapping, got {type(self.budgets).__name__}")
+        unknown = set(self.budgets) - set(PRESETS[self.preset])
+        if unknown:
+            raise ValueError(f"unknown budgets {sorted(unknown)}; known: {sorted(PRESETS[self.preset])}")
+        for key, value in self.budgets.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"budgets.{key} must be a positive number, got {value!r}")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> TrainConfig:
         return cls(**checked_options(cls, raw, "train"))
 
     def resolved(self) -> dict[str, Any]:
-        out = {**PRESETS[self.preset], **{k: v for k, v in asdict(self).items() if v is not None}}
-        return out
+        own = {k: v for k, v in asdict(self).items() if v is not None and k != "budgets"}
+        return {**PRESETS[self.preset], **dict(self.budgets), **own}
 
 
 @dataclass

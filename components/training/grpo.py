@@ -31,7 +31,27 @@ from typing import Any
 from components.rollout.runner import RolloutConfig, RolloutRunner
 from components.tools.env import ToolEnvironment
 
-__all__ = ["GRPORunConfig", "MultiTurn", "TrainResult", "policy_backend", "rollout_summary", "run_grpo"]
+__all__ = ["GRPORunConfig", "MultiTurn", "TrainResult", "grpo_args", "policy_backend", "rollout_summary", "run_grpo"]
+
+
+def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
+    """TRL's ``GRPOConfig`` for ``config`` (vLLM colocated or served when ``use_vllm``)."""
+    from trl import GRPOConfig
+
+    from components.training._common import common_args
+
+    vllm: dict[str, Any] = {}
+    if config.use_vllm:
+        vllm = {"vllm_mode": config.vllm_mode}
+        if config.vllm_mode == "server":
+            vllm["vllm_server_base_url"] = config.vllm_server_url
+    return GRPOConfig(
+        max_steps=config.max_steps, learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size, num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
+        epsilon=config.epsilon, shuffle_dataset=config.shuffle, use_vllm=config.use_vllm,
+        **vllm, **common_args(output_dir, config.seed),
+    )
 
 
 def policy_backend(trainer: Any) -> Any:
@@ -74,7 +94,9 @@ class GRPORunConfig:
     seed: int = 0
     threads: int | None = None
     shuffle: bool = True  # False: prompts are taken in dataset order (a precomputed curriculum)
-    use_vllm: bool = False  # generate with a vLLM engine colocated with training (GPU; the gpu preset)
+    use_vllm: bool = False  # generate with vLLM (GPU; the gpu preset)
+    vllm_mode: str = "colocate"  # an engine inside the training process, or "server" (trl vllm-serve)
+    vllm_server_url: str | None = None  # server mode: http://host:port
 
     def __post_init__(self) -> None:
         if self.batch_size % self.num_generations:
@@ -137,21 +159,15 @@ def run_grpo(model_dir: str | Path, rows: Sequence[dict[str, Any]], reward_funcs
              multi_turn: MultiTurn | None = None) -> TrainResult:
     """Train with GRPO; see the module docstring."""
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    from components.training._common import common_args, load, train_and_save
+    from components.training._common import load, train_and_save
 
     if not rows or any("prompt" not in r for r in rows):
         raise ValueError("every row needs a 'prompt'")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tokenizer = load(model_dir, config.threads, left_pad=True)
-    args = GRPOConfig(
-        max_steps=config.max_steps, learning_rate=config.learning_rate,
-        per_device_train_batch_size=config.batch_size, num_generations=config.num_generations,
-        max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
-        epsilon=config.epsilon, shuffle_dataset=config.shuffle, use_vllm=config.use_vllm,
-        **({"vllm_mode": "colocate"} if config.use_vllm else {}), **common_args(output_dir, config.seed),
-    )
+    args = grpo_args(config, output_dir)
     trainer = GRPOTrainer(
         model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=Dataset.from_list([dict(r) for r in rows]),
         processing_class=tokenizer,

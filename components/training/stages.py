@@ -93,7 +93,8 @@ def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuff
     return GRPORunConfig(max_steps=steps, learning_rate=r["rl_learning_rate"], batch_size=r["rl_batch"],
                          num_generations=r["rl_generations"], max_completion_length=r["rl_turns"] * r["rl_new_tokens"] + 1024,
                          temperature=1.0, beta=1e-4, epsilon=0.2, seed=config.seed, threads=config.threads,
-                         shuffle=shuffle, use_vllm=config.preset == "gpu")
+                         shuffle=shuffle, use_vllm=config.preset == "gpu", vllm_mode=config.vllm_mode or "colocate",
+                         vllm_server_url=config.vllm_server_url)
 
 
 def _rollout(r: Mapping[str, Any], config: TrainConfig, stops: Sequence[str], system_prompt: str | None = None,
