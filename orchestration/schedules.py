@@ -18,7 +18,7 @@ import dagster as dg
 
 from assets.resources import ArtifactStore
 from orchestration.domains import DomainConfig
-from orchestration.sensors import source_changes
+from orchestration.sensors import automation_running, recorded_source_fingerprints, source_changes
 
 __all__ = ["NIGHTLY_CRON", "NIGHTLY_JOB", "build_nightly_schedule", "stale_domains"]
 
@@ -29,13 +29,7 @@ NIGHTLY_JOB = "nightly_refresh"
 def stale_domains(domains: Mapping[str, DomainConfig], store: ArtifactStore) -> tuple[dict[str, str], dict[str, str]]:
     """``(stale, errors)``: domains whose source fingerprint differs from the latest recorded
     snapshot's (→ the new fingerprint), and domains whose source cannot be read (→ why)."""
-    catalog = store.catalog()
-    recorded = {}
-    for name in domains:
-        rec = catalog.latest("graph_snapshot", name)
-        if rec is not None and rec.metadata.get("source_fingerprint"):
-            recorded[name] = str(rec.metadata["source_fingerprint"])
-    changed, _, errors = source_changes(domains, recorded)
+    changed, _, errors = source_changes(domains, recorded_source_fingerprints(store, list(domains)))
     return changed, errors
 
 
@@ -51,7 +45,7 @@ def build_nightly_schedule(domains: Mapping[str, DomainConfig], domain_keys: Map
         cron_schedule=cron,
         execution_timezone="UTC",
         job=job,
-        default_status=dg.DefaultScheduleStatus.RUNNING,
+        default_status=dg.DefaultScheduleStatus.RUNNING if automation_running() else dg.DefaultScheduleStatus.STOPPED,
         description="Nightly: re-runs the pipeline of every domain whose graph source changed since its last snapshot.",
     )
     def nightly_source_check(context: dg.ScheduleEvaluationContext, store: ArtifactStore):

@@ -73,16 +73,17 @@ def test_the_sensor_reruns_downstream_assets_when_the_graph_changes(tmp_path: Pa
     sensor = defs.get_sensor_def("graph_source_sensor")
     catalog = Catalog(root / "catalog.duckdb")
     with dg.DagsterInstance.ephemeral() as instance:
-        first = sensor(dg.build_sensor_context(instance=instance))
+        ctx = {"resources": {"store": ArtifactStore(data_root=str(root))}}
+        first = sensor(dg.build_sensor_context(instance=instance, **ctx))
         (req,) = first.run_requests
         assert req.job_name == pipeline_job_name("lab")
         assert _run_requested(defs, req, instance, req.job_name).success
         before = {a: catalog.latest(a, "lab").fingerprint for a in FRONT}
-        assert not sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor)).run_requests
+        assert not sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor, **ctx)).run_requests
         for row in graph.nodes["Venue"].rows:
             row["name"] = row["name"] + " Review"
         write_csv_graph(graph, src)
-        changed = sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor))
+        changed = sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor, **ctx))
         (req2,) = changed.run_requests
         result = _run_requested(defs, req2, instance, req2.job_name)
         assert result.success

@@ -36,7 +36,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait(what: str, check: Callable[[], bool], timeout: float, log: Path | None = None) -> None:
+def _wait(what: str, check: Callable[[], bool], timeout: float, log: Path | None = None, driver=None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -46,6 +46,10 @@ def _wait(what: str, check: Callable[[], bool], timeout: float, log: Path | None
             pass
         time.sleep(1.0)
     tail = log.read_text()[-4000:] if log and log.exists() else ""
+    if driver is not None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(ARTIFACTS / f"timeout-{what.replace(' ', '-')}.png"))
+        tail = driver.find_element("tag name", "body").text[-2000:] + "\n---\n" + tail
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}\n{tail}")
 
 
@@ -58,6 +62,7 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     port = _free_port()
     env = {**os.environ, "GRAPHDOJO_DOMAINS_DIR": str(write_lab_domain(tmp / "domains")), "GRAPHDOJO_DOMAINS": "lab",
            "GRAPHDOJO_DATA": str(tmp / "data"), "DAGSTER_HOME": str(home), "DAGSTER_DISABLE_TELEMETRY": "1",
+           "GRAPHDOJO_AUTOMATION": "off",  # only the UI launches runs here
            "OMP_NUM_THREADS": "1"}
     log = tmp / "dagster-dev.log"
     with open(log, "w") as fh:
@@ -99,18 +104,32 @@ def _shot(driver, name: str) -> Path:
     return path
 
 
+def _dismiss_welcome(driver) -> None:
+    """The first visit shows a 'Join the Dagster community' dialog: skip it."""
+    from selenium.webdriver.common.by import By
+
+    for button in driver.find_elements(By.XPATH, "//button[normalize-space(.)='Skip']"):
+        button.click()
+
+
 def test_the_ui_serves_the_asset_graph_with_layer_groups_and_checks(ui) -> None:
     driver = ui["driver"]
     driver.get(f"{ui['base']}/asset-groups")
     layers = ["graph", "generation", "certification", "training", "evaluation"]
-    _wait("the asset graph", lambda: all(f"lab/{a}" in _page_text(driver) or a in _page_text(driver)
-                                         for a in ("graph_snapshot", "certified_dataset", "eval_reports")), 120, ui["log"])
-    _wait("the layer groups", lambda: all(g in _page_text(driver) for g in layers), 60, ui["log"])
-    assert _shot(driver, "01-asset-graph").stat().st_size > 10_000
+    _wait("the layer groups", lambda: all(g in _page_text(driver) for g in layers), 180, ui["log"], driver)
+    time.sleep(2)
+    _dismiss_welcome(driver)
+    assert _shot(driver, "01-asset-graph-groups").stat().st_size > 10_000
+    driver.get(f"{ui['base']}/locations/orchestration.definitions/asset-groups/training")
+    _dismiss_welcome(driver)
+    training = ["checkpoints", "graphcert_grpo", "graphdancer_rl", "graphdancer_dpo", "preference_pairs", "ablations"]
+    _wait("the training group's asset graph", lambda: all(a in _page_text(driver) for a in training), 120, ui["log"],
+          driver)
+    _shot(driver, "02-training-group-graph")
     driver.get(f"{ui['base']}/assets/lab/certified_dataset?view=checks")
     _wait("the certification checks", lambda: all(c in _page_text(driver) for c in ("admitted_nonzero", "no_leakage")),
-          120, ui["log"])
-    _shot(driver, "02-asset-checks")
+          120, ui["log"], driver)
+    _shot(driver, "03-asset-checks")
 
 
 def test_a_materialization_launched_from_the_ui_succeeds(ui) -> None:
@@ -118,19 +137,20 @@ def test_a_materialization_launched_from_the_ui_succeeds(ui) -> None:
 
     driver = ui["driver"]
     driver.get(f"{ui['base']}/assets/lab/graph_snapshot")
+    _dismiss_welcome(driver)
     button = "//button[normalize-space(.)='Materialize']"
-    _wait("the Materialize button", lambda: driver.find_element(By.XPATH, button).is_enabled(), 120, ui["log"])
-    _shot(driver, "03-asset-page")
+    _wait("the Materialize button", lambda: driver.find_element(By.XPATH, button).is_enabled(), 120, ui["log"], driver)
+    _shot(driver, "04-asset-page")
     driver.find_element(By.XPATH, button).click()
     catalog = ui["data"] / "catalog.duckdb"
     _wait("the launched run to record its snapshot",
-          lambda: catalog.exists() and Catalog(catalog).latest("graph_snapshot", "lab") is not None, 300, ui["log"])
+          lambda: catalog.exists() and Catalog(catalog).latest("graph_snapshot", "lab") is not None, 300, ui["log"], driver)
     driver.get(f"{ui['base']}/runs")
     _wait("the run to show Success in the runs list", lambda: driver.refresh() or "Success" in _page_text(driver), 180,
-          ui["log"])
-    _shot(driver, "04-run-succeeded")
+          ui["log"], driver)
+    _shot(driver, "05-run-succeeded")
     driver.get(f"{ui['base']}/assets/lab/graph_snapshot")
-    _wait("the materialization's metadata", lambda: "fingerprint" in _page_text(driver), 60, ui["log"])
-    _shot(driver, "05-materialized-asset")
+    _wait("the materialization's metadata", lambda: "fingerprint" in _page_text(driver), 60, ui["log"], driver)
+    _shot(driver, "06-materialized-asset")
     rec = Catalog(catalog).latest("graph_snapshot", "lab")
     assert rec.metadata["parts"] and json.dumps(rec.row_counts)
