@@ -331,6 +331,8 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
     first, then the GRIT tasks, GRAIN and its evaluation (``grit``), the other domains, and the
     transfer matrix (``transfer``); one JSON line per domain."""
     _dagster_home()
+    if getattr(args, "preset", None):
+        os.environ["GRAPHDOJO_PRESET"] = args.preset
     import dagster as dg
 
     from orchestration.definitions import defs
@@ -511,6 +513,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--domain", default=None, help="only this configured domain (or grit: the GRIT tasks and GRAIN)")
     demo.add_argument("--all", dest="all_domains", action="store_true",
                       help="every domain, the default one first, then GRIT / GRAIN, the others and the transfer matrix")
+    demo.add_argument("--preset", default=None,
+                      help="train every domain with this preset (GRAPHDOJO_PRESET): cpu-tiny, cpu-demo (the real SmolLM2) or gpu")
     demo.set_defaults(func=_cmd_materialize, asset=[])
 
     ev = sub.add_parser("eval", help="evaluate one checkpoint on a domain's test split or a question file")

@@ -37,14 +37,16 @@ Schema of a file::
       sizes: [10, 40]         # train / test / ood nodes; large_sizes: [40, 60]
 
 Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated); ``GRAPHDOJO_DOMAINS``
-(``,``-separated names) keeps only those domains (a deployment that serves one graph, a test).
+(``,``-separated names) keeps only those domains (a deployment that serves one graph, a test);
+``GRAPHDOJO_PRESET`` sets every domain's ``train.preset`` (e.g. ``cpu-demo``: the real SmolLM2
+instead of the demo's tiny model).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -146,6 +148,12 @@ def load_domains(extra_dirs: str | None = None) -> dict[str, DomainConfig]:
             if cfg.name in domains:
                 raise DomainConfigError(f"{path}: domain {cfg.name!r} already defined in {domains[cfg.name].path}")
             domains[cfg.name] = cfg
+    preset = os.environ.get("GRAPHDOJO_PRESET", "").strip()
+    if preset:
+        try:
+            domains = {n: replace(c, train=replace(c.train, preset=preset)) for n, c in domains.items()}
+        except ValueError as exc:
+            raise DomainConfigError(f"GRAPHDOJO_PRESET={preset!r}: {exc}") from exc
     only = [n.strip() for n in os.environ.get("GRAPHDOJO_DOMAINS", "").split(",") if n.strip()]
     if only:
         unknown = sorted(set(only) - set(domains))

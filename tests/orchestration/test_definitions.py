@@ -16,9 +16,9 @@ def test_asset_graph_snapshot() -> None:
     domains = ("academic", "biomedical", "ecommerce")
     assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == sorted([
         f"{d}/{a}" for d in domains
-        for a in ("certified_dataset", "checkpoints", "curriculum_splits", "eval_reports", "graph_snapshot",
+        for a in ("ablations", "certified_dataset", "checkpoints", "curriculum_splits", "eval_reports", "graph_snapshot",
                   "graphcert_grpo", "graphdancer_dpo", "graphdancer_rl", "preference_pairs", "qa_candidates")
-    ] + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks", "academic/ablations", "transfer/matrix"])  # ablations: academic only
+    ] + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks", "transfer/matrix"])  # ablations: empty unless configured
     certified_checks = ["admitted_nonzero", "admitted_rate_bounds_check", "admitted_reverified",
                         "certifier_accuracy", "expectations", "hard_failure_rate_bounds_check",
                         "leakage_rate_bounds_check", "no_leakage"]
@@ -89,3 +89,31 @@ def test_extra_domain_folder_adds_a_domain_with_relative_source(tmp_path: Path) 
     built = build_definitions(domains, data_root=str(tmp_path / "data"))
     keys = {k.to_user_string() for k in built.resolve_asset_graph().get_all_asset_keys()}
     assert "movies/graph_snapshot" in keys
+
+
+def test_environment_selects_domains_and_overrides_the_preset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRAPHDOJO_DOMAINS", "ecommerce")
+    domains = load_domains()
+    assert list(domains) == ["ecommerce"] and default_domain(domains) == "ecommerce"  # the only one
+    monkeypatch.setenv("GRAPHDOJO_DOMAINS", "ecommerce,nowhere")
+    with pytest.raises(DomainConfigError, match="nowhere"):
+        load_domains()
+    monkeypatch.delenv("GRAPHDOJO_DOMAINS")
+    monkeypatch.setenv("GRAPHDOJO_PRESET", "cpu-demo")
+    assert {c.train.preset for c in load_domains().values()} == {"cpu-demo"}
+    monkeypatch.setenv("GRAPHDOJO_PRESET", "gpu")  # needs model_dir: a clear error, not a crash later
+    with pytest.raises(DomainConfigError, match="GRAPHDOJO_PRESET='gpu'.*model_dir"):
+        load_domains()
+
+
+def test_train_budgets_override_the_preset_and_are_checked() -> None:
+    from components.training.checkpoint import PRESETS, TrainConfig
+
+    cfg = TrainConfig.from_dict({"preset": "cpu-demo", "budgets": {"rl_steps": 5}, "max_steps": 3})
+    resolved = cfg.resolved()
+    assert resolved["rl_steps"] == 5 and resolved["max_steps"] == 3
+    assert resolved["dancer_steps"] == PRESETS["cpu-demo"]["dancer_steps"] and "budgets" not in resolved
+    with pytest.raises(ValueError, match="unknown budgets \\['rl_stepz'\\]"):
+        TrainConfig.from_dict({"budgets": {"rl_stepz": 5}})
+    with pytest.raises(ValueError, match="positive number"):
+        TrainConfig.from_dict({"budgets": {"rl_steps": -1}})
