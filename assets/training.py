@@ -336,6 +336,7 @@ def rl_stage_assets(domain: str, train: TrainConfig) -> list:
             reason = (f"0 preference pairs ({pairs_rec.metadata.get('dropped')}): the stage-1 policy's sampled pools "
                       "were uniform, so there is nothing to prefer")
             context.log.warning(f"{domain}/{DANCER_DPO} not trained: {reason}")
+            store.layer_dir(DANCER_DPO, domain)  # the layer folder exists either way (a dvc.yaml output)
             return dg.MaterializeResult(metadata={"trained": False, "reason": reason, "pairs": 0},
                                         data_version=dg.DataVersion(f"untrained-{pairs_rec.fingerprint}"))
         levels = {str(r["id"]): r["level"] for r in read_parquet(curr.path)}

@@ -22,6 +22,8 @@ Schema of a file::
       fault_sample: 12        # certified items per fault type in the accuracy report
     train:                    # optional: TrainConfig (components/training/checkpoint.py)
       preset: cpu-demo        # cpu-tiny | cpu-demo | gpu (with model_dir)
+      budgets: {rl_steps: 4}  # any other budget of the preset (checked against PRESETS' keys)
+      vllm_mode: server       # gpu only: colocate (default) | server, with vllm_server_url
     eval:                     # optional: EvalConfig (components/evaluation/agents.py)
       samples: 3              # sampled runs per question; confidence intervals over them
       seed: 0
