@@ -39,6 +39,10 @@ def test_params_name_exactly_the_configured_domains_and_their_sections() -> None
         for entry in body.get("params", []):
             for _file, keys in entry.items():
                 assert set(keys) <= sections, (name, keys)
+    for name, cfg in domains.items():  # DVC fails a stage whose parameter section is missing
+        sections_here = set(yaml.safe_load(Path(cfg.path).read_text()))
+        assert {"source", "quiz", "certify", "train", "ablations", "eval"} <= sections_here, name
+    assert "grit" in yaml.safe_load(Path(domains[params["default_domain"]].path).read_text())
     listed = subprocess.run([_dvc(), "stage", "list"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert len(listed.stdout.splitlines()) == 9 * len(domains) + 2
