@@ -41,10 +41,10 @@ def _test_rows(store: ArtifactStore, domain: str) -> tuple[list[dict[str, Any]],
     return rows, [curr, cert]
 
 
-def eval_reports_asset(domain: str, train: TrainConfig, config: EvalConfig, *, with_ablations: bool = False) -> list:
+def eval_reports_asset(domain: str, train: TrainConfig, config: EvalConfig) -> list:
     key = eval_reports_key(domain)
     deps = [checkpoints_key(domain), stage_key(domain, GRAPHCERT), stage_key(domain, DANCER_RL),
-            stage_key(domain, DANCER_DPO)] + ([stage_key(domain, ABLATIONS)] if with_ablations else [])
+            stage_key(domain, DANCER_DPO), stage_key(domain, ABLATIONS)]
 
     @dg.asset(
         key=key,
@@ -86,14 +86,13 @@ def eval_reports_asset(domain: str, train: TrainConfig, config: EvalConfig, *, w
             SystemSpec("graphdancer-rl→dpo", "python_cypher", dpo.path if dpo_current else None, "GraphDancer RL → DPO",
                        "" if dpo_current else "not trained: no preference pairs for the current stage-1 policy"),
         ]
-        if with_ablations:
-            abl = catalog.latest(ABLATIONS, domain)
-            if abl is None:
-                raise dg.Failure(f"materialize {domain}/{ABLATIONS} first")
-            stages[ABLATIONS] = abl
-            systems += [SystemSpec(f"ablation: {a['name']}", "python_cypher", a["path"],
-                                   f"GraphCert GRPO, data {a['data']} ({a['items']} items), reward {a['reward']}")
-                        for a in abl.metadata["ablations"]]
+        abl = catalog.latest(ABLATIONS, domain)
+        if abl is None:
+            raise dg.Failure(f"materialize {domain}/{ABLATIONS} first")
+        stages[ABLATIONS] = abl
+        systems += [SystemSpec(f"ablation: {a['name']}", "python_cypher", a["path"],
+                               f"GraphCert GRPO, data {a['data']} ({a['items']} items), reward {a['reward']}")
+                    for a in abl.metadata["ablations"]]
         judge_dir = config.judge_model_dir or str(smollm2_hf_dir())
         used = [p.fingerprint for p in parents] + [s.fingerprint for s in stages.values() if s is not None]
         fingerprint = chain_fingerprint(used, f"{VERSION}:{code_digest(evaluation_pkg.__path__[0])}",

@@ -61,7 +61,6 @@ def graph_snapshot_asset(domain: str, source: SourceSpec, description: str = "")
         with graph.open(snap.location) as backend:  # the stored snapshot opens read-only
             if backend.schema() != snap.schema:
                 raise RuntimeError(f"stored snapshot {snap.location} does not match what was imported")
-            parts = backend.part_fingerprints()  # which labels / types a later change touches
         store.catalog().record(
             ArtifactRecord(
                 asset="graph_snapshot",
@@ -70,7 +69,7 @@ def graph_snapshot_asset(domain: str, source: SourceSpec, description: str = "")
                 config=source.to_json(),
                 row_counts=snap.counts,
                 path=snap.location,
-                metadata={"schema": snap.schema.to_json(), "backend": snap.backend, "parts": parts,
+                metadata={"schema": snap.schema.to_json(), "backend": snap.backend, "parts": dict(snap.parts),
                           "source_fingerprint": source_fp},
             )
         )

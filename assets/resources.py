@@ -11,7 +11,7 @@ import dagster as dg
 from components.graph import GraphBackend, open_backend
 from components.graph.ladybug import DEFAULT_BUFFER_POOL_MB
 from components.store import PROJECT_ROOT, Catalog
-from components.store.atomic import as_storage_error, staged_dir
+from components.store.atomic import make_dirs, staged_dir
 from components.store import data_root as default_data_root
 
 __all__ = ["ArtifactStore", "GraphBackendResource", "PROJECT_ROOT"]
@@ -29,12 +29,7 @@ class ArtifactStore(dg.ConfigurableResource):
         return Path(self.data_root).expanduser().resolve()
 
     def layer_dir(self, layer: str, domain: str) -> Path:
-        path = self.root / layer / domain
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise (as_storage_error(exc, path) or exc) from exc
-        return path
+        return make_dirs(self.root / layer / domain)
 
     @contextmanager
     def staged(self, layer: str, domain: str, fingerprint: str) -> Iterator[Path]:

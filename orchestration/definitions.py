@@ -39,7 +39,7 @@ def domain_assets(cfg: DomainConfig) -> list:
         *rl_stage_assets(cfg.name, cfg.train),
         *ablations_asset(cfg.name, cfg.train, cfg.ablations),
         *preference_pairs_asset(cfg.name, cfg.train),
-        *eval_reports_asset(cfg.name, cfg.train, cfg.evaluate, with_ablations=True),
+        *eval_reports_asset(cfg.name, cfg.train, cfg.evaluate),
     ]
 
 

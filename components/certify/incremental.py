@@ -7,7 +7,7 @@ queries name. :func:`query_reads` lists those parts for one query — ``node:<La
 ``rel:<TYPE>``, or ``*`` (everything) when a node pattern has no plain label, a relationship no
 type, or the query does not parse; a candidate's *reads* are those of its evidence queries plus
 every query its supporting program ran beyond them (:attr:`Certificate.forwarded`).
-:func:`~components.graph.fingerprint.part_fingerprints` of the old and the new snapshot say which
+:func:`~components.graph.fingerprint.graph_fingerprints` of the old and the new snapshot say which
 parts changed. A candidate is *affected* when a changed part is among its reads (``*`` meets
 every change); unaffected candidates keep their certificate — checks 1–4 would read exactly the
 same schema entries and rows — and affected ones are certified again against the new graph.

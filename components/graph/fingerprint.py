@@ -16,7 +16,7 @@ from typing import Any
 
 from components.graph.values import normalize, row_digest
 
-__all__ = ["FINGERPRINT_VERSION", "changed_parts", "combine_fingerprint", "node_digest", "part_fingerprints", "rel_digest"]
+__all__ = ["FINGERPRINT_VERSION", "changed_parts", "combine_fingerprint", "graph_fingerprints", "node_digest", "rel_digest"]
 
 FINGERPRINT_VERSION = "gd-fp-1"
 _MOD = 1 << 128
@@ -51,43 +51,45 @@ def combine_fingerprint(node_digests: Iterable[int], rel_digests: Iterable[int])
     >>> a == b
     True
     """
-    n_sum = n_count = r_sum = r_count = 0
-    for d in node_digests:
-        n_sum = (n_sum + d) % _MOD
-        n_count += 1
-    for d in rel_digests:
-        r_sum = (r_sum + d) % _MOD
-        r_count += 1
+    return graph_fingerprints((("", d) for d in node_digests), (("", d) for d in rel_digests))[0]
+
+
+def _hex(text: str) -> str:
     h = hashlib.blake2b(digest_size=16)
-    h.update(f"{FINGERPRINT_VERSION}|{n_count}|{n_sum:032x}|{r_count}|{r_sum:032x}".encode())
+    h.update(text.encode())
     return h.hexdigest()
 
 
-def part_fingerprints(nodes: Iterable[tuple[str, int]], rels: Iterable[tuple[str, int]],
-                      schema: Any) -> dict[str, str]:
-    """One fingerprint per part of the graph: ``node:<Label>`` and ``rel:<TYPE>``, from
-    ``(label, node digest)`` / ``(type, rel digest)`` pairs and the
-    :class:`~components.graph.schema.GraphSchema` (a part's schema entry — properties, endpoints —
-    is part of it). Two snapshots' part fingerprints say which labels and types changed
-    (incremental re-certification)."""
+def graph_fingerprints(nodes: Iterable[tuple[str, int]], rels: Iterable[tuple[str, int]],
+                       schema: Any = None) -> tuple[str, dict[str, str]]:
+    """The graph's fingerprint (as :func:`combine_fingerprint`) and, in the same pass, one
+    fingerprint per part — ``node:<Label>`` and ``rel:<TYPE>`` — from ``(label, node digest)`` /
+    ``(type, rel digest)`` pairs. With the :class:`~components.graph.schema.GraphSchema`, a part's
+    schema entry (properties, endpoints) is part of its fingerprint. Two snapshots' part
+    fingerprints say which labels and types changed (incremental re-certification)."""
     acc: dict[str, tuple[int, int]] = {}
+    totals = {"node": (0, 0), "rel": (0, 0)}
     for kind, items in (("node", nodes), ("rel", rels)):
         for name, d in items:
             s, c = acc.get(f"{kind}:{name}", (0, 0))
             acc[f"{kind}:{name}"] = ((s + d) % _MOD, c + 1)
-    entries: dict[str, Any] = {f"node:{n.label}": [n.primary_key, sorted(n.properties.items())] for n in schema.node_labels}
-    entries.update({f"rel:{r.type}": [sorted(r.properties.items()), sorted((t.source, t.target) for t in r.triples)]
-                    for r in schema.rel_types})
-    out = {}
+            s, c = totals[kind]
+            totals[kind] = ((s + d) % _MOD, c + 1)
+    (n_sum, n_count), (r_sum, r_count) = totals["node"], totals["rel"]
+    graph = _hex(f"{FINGERPRINT_VERSION}|{n_count}|{n_sum:032x}|{r_count}|{r_sum:032x}")
+    entries: dict[str, Any] = {}
+    if schema is not None:
+        entries = {f"node:{n.label}": [n.primary_key, sorted(n.properties.items())] for n in schema.node_labels}
+        entries.update({f"rel:{r.type}": [sorted(r.properties.items()), sorted((t.source, t.target) for t in r.triples)]
+                        for r in schema.rel_types})
+    parts = {}
     for key in sorted(set(acc) | set(entries)):
         s, c = acc.get(key, (0, 0))
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f"{FINGERPRINT_VERSION}|{key}|{entries.get(key)!r}|{c}|{s:032x}".encode())
-        out[key] = h.hexdigest()
-    return out
+        parts[key] = _hex(f"{FINGERPRINT_VERSION}|{key}|{entries.get(key)!r}|{c}|{s:032x}")
+    return graph, parts
 
 
 def changed_parts(old: Mapping[str, str], new: Mapping[str, str]) -> set[str]:
     """The parts (``node:<Label>`` / ``rel:<TYPE>``) added, removed or changed between two
-    :func:`part_fingerprints`."""
+    :func:`graph_fingerprints`."""
     return {k for k in set(old) | set(new) if old.get(k) != new.get(k)}

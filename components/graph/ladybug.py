@@ -27,7 +27,7 @@ from components.graph.errors import (
     SchemaError,
     UnsafeQueryError,
 )
-from components.graph.fingerprint import combine_fingerprint, node_digest, part_fingerprints, rel_digest
+from components.graph.fingerprint import graph_fingerprints, node_digest, rel_digest
 from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple, quote_identifier
 from components.graph.values import node_dict, normalize, path_dict, rel_dict
 
@@ -207,13 +207,7 @@ class LadybugBackend:
         return GraphSchema.build(labels, rels)
 
     # -- fingerprint ---------------------------------------------------------------------
-    def _node_digests(self, schema: GraphSchema) -> Iterator[int]:
-        return (d for _, d in self._labelled_node_digests(schema))
-
-    def _rel_digests(self, schema: GraphSchema) -> Iterator[int]:
-        return (d for _, d in self._typed_rel_digests(schema))
-
-    def _labelled_node_digests(self, schema: GraphSchema) -> Iterator[tuple[str, int]]:
+    def _node_digests(self, schema: GraphSchema) -> Iterator[tuple[str, int]]:
         for nl in schema.node_labels:
             names = list(nl.properties)
             cols = ", ".join(f"n.{quote_identifier(p)}" for p in names) or "1"
@@ -221,7 +215,7 @@ class LadybugBackend:
             for row in zip(*(table.column(i).to_pylist() for i in range(len(names)))):
                 yield nl.label, node_digest(nl.label, dict(zip(names, row, strict=True)))
 
-    def _typed_rel_digests(self, schema: GraphSchema) -> Iterator[tuple[str, int]]:
+    def _rel_digests(self, schema: GraphSchema) -> Iterator[tuple[str, int]]:
         labels = schema.labels
         for rt in schema.rel_types:
             names = list(rt.properties)
@@ -239,14 +233,14 @@ class LadybugBackend:
                         rt.type, t.source, row[0], t.target, row[1], dict(zip(names, row[2:], strict=True))
                     )
 
-    def part_fingerprints(self) -> dict[str, str]:
-        """Per label / relationship type fingerprints (see :func:`part_fingerprints`)."""
+    def fingerprints(self) -> tuple[str, dict[str, str]]:
+        """The fingerprint and the per label / relationship type ones, in one pass
+        (:func:`graph_fingerprints`)."""
         schema = self.schema()
-        return part_fingerprints(self._labelled_node_digests(schema), self._typed_rel_digests(schema), schema)
+        return graph_fingerprints(self._node_digests(schema), self._rel_digests(schema), schema)
 
     def fingerprint(self) -> str:
-        schema = self.schema()
-        return combine_fingerprint(self._node_digests(schema), self._rel_digests(schema))
+        return self.fingerprints()[0]
 
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:

@@ -26,7 +26,7 @@ from components.graph.errors import (
     SchemaError,
     UnsafeQueryError,
 )
-from components.graph.fingerprint import combine_fingerprint, node_digest, part_fingerprints, rel_digest
+from components.graph.fingerprint import graph_fingerprints, node_digest, rel_digest
 from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple
 from components.graph.values import node_dict, normalize, path_dict, rel_dict
 
@@ -209,30 +209,22 @@ class Neo4jBackend:
             except Exception as exc:
                 raise _wrap_error(exc) from exc
 
-    def fingerprint(self) -> str:
-        pk = {"pk": self.id_property}
-        nodes = (
-            node_digest(label, p)
-            for label, p in self._stream("MATCH (n) RETURN head(labels(n)), properties(n)", pk)
-        )
-        rels = (
-            rel_digest(t, s, sk, d, dk, p)
-            for t, s, sk, d, dk, p in self._stream(
-                "MATCH (a)-[r]->(b) RETURN type(r), head(labels(a)), a[$pk], "
-                "head(labels(b)), b[$pk], properties(r)",
-                pk,
-            )
-        )
-        return combine_fingerprint(nodes, rels)
-
-    def part_fingerprints(self) -> dict[str, str]:
-        """Per label / relationship type fingerprints (see :func:`part_fingerprints`)."""
+    def _digests(self) -> tuple[Iterator[tuple[str, int]], Iterator[tuple[str, int]]]:
+        """``(label, node digest)`` and ``(type, rel digest)`` streams over the whole graph."""
         pk = {"pk": self.id_property}
         nodes = ((label, node_digest(label, p))
                  for label, p in self._stream("MATCH (n) RETURN head(labels(n)), properties(n)", pk))
         rels = ((t, rel_digest(t, s, sk, d, dk, p)) for t, s, sk, d, dk, p in self._stream(
             "MATCH (a)-[r]->(b) RETURN type(r), head(labels(a)), a[$pk], head(labels(b)), b[$pk], properties(r)", pk))
-        return part_fingerprints(nodes, rels, self.schema())
+        return nodes, rels
+
+    def fingerprint(self) -> str:
+        return graph_fingerprints(*self._digests())[0]  # no schema query: the sensor calls this each tick
+
+    def fingerprints(self) -> tuple[str, dict[str, str]]:
+        """The fingerprint and the per label / relationship type ones, in one pass
+        (:func:`graph_fingerprints`)."""
+        return graph_fingerprints(*self._digests(), self.schema())
 
     def close(self) -> None:
         self._driver.close()

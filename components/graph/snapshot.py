@@ -54,6 +54,7 @@ class Snapshot:
     fingerprint: str
     schema: GraphSchema
     source: SourceSpec
+    parts: Mapping[str, str] = field(default_factory=dict)  # per label / type fingerprints
 
     @property
     def counts(self) -> dict[str, int]:
@@ -88,7 +89,8 @@ def build_snapshot(domain: str, spec: SourceSpec, root: str | Path) -> Snapshot:
 
         backend = open_backend(spec.src, **dict(spec.options))
         try:
-            return Snapshot(domain, "neo4j", spec.src, backend.fingerprint(), backend.schema(), spec)
+            fingerprint, parts = backend.fingerprints()
+            return Snapshot(domain, "neo4j", spec.src, fingerprint, backend.schema(), spec, parts)
         finally:
             backend.close()
 
@@ -101,7 +103,7 @@ def build_snapshot(domain: str, spec: SourceSpec, root: str | Path) -> Snapshot:
     try:
         load_graph(data, staging / "db", overwrite=True)
         with LadybugBackend(staging / "db") as backend:
-            fingerprint = backend.fingerprint()
+            fingerprint, parts = backend.fingerprints()
             schema = backend.schema()
         final = root / fingerprint
         if not (final / "graph.lbug").is_file():
@@ -114,4 +116,4 @@ def build_snapshot(domain: str, spec: SourceSpec, root: str | Path) -> Snapshot:
         raise storage from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return Snapshot(domain, "ladybug", str(final), fingerprint, schema, spec)
+    return Snapshot(domain, "ladybug", str(final), fingerprint, schema, spec, parts)

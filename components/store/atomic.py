@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["STAGING_PREFIX", "StorageError", "as_storage_error", "new_staging_dir", "relocate", "staged_dir", "sweep_staging"]
+__all__ = ["STAGING_PREFIX", "StorageError", "as_storage_error", "make_dirs", "new_staging_dir", "relocate", "staged_dir", "sweep_staging"]
 
 STAGING_PREFIX = ".staging-"
 
@@ -127,11 +127,20 @@ def sweep_staging(parent: str | Path) -> list[Path]:
     return removed
 
 
+def make_dirs(path: str | Path) -> Path:
+    """``mkdir -p path``; a full disk or a permission problem is a :class:`StorageError`."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise (as_storage_error(exc, path) or exc) from exc
+    return path
+
+
 def new_staging_dir(parent: str | Path, name: str = "artifact") -> Path:
     """A fresh, empty staging folder in ``parent`` (owned by this process; swept once it dies)."""
-    parent = Path(parent)
+    parent = make_dirs(parent)
     try:
-        parent.mkdir(parents=True, exist_ok=True)
         sweep_staging(parent)
         path = parent / _staging_name(name)
         path.mkdir()

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import duckdb
 
-from components.store.atomic import as_storage_error
+from components.store.atomic import as_storage_error, make_dirs
 
 __all__ = ["ArtifactRecord", "Catalog"]
 
@@ -53,10 +53,7 @@ class ArtifactRecord:
 class Catalog:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise (as_storage_error(exc, self.path.parent) or exc) from exc
+        make_dirs(self.path.parent)
         with self._connect() as con:
             con.execute(_DDL)
 

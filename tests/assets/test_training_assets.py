@@ -53,7 +53,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
             *grit_tasks_asset(GritConfig(train=8, test=4, ood=4, large=2, sizes=(5, 8), large_sizes=(9, 12))), *grain_checkpoint_asset(train),
             *ablations_asset("bio", train, ablations_from([{"name": "strict-only", "data": "strict"},
                                                           {"name": "no-evidence-reward", "reward": "answer_only"}])),
-            *eval_reports_asset("bio", train, evaluate, with_ablations=True), *grit_eval_asset(train, evaluate)]
+            *eval_reports_asset("bio", train, evaluate), *grit_eval_asset(train, evaluate)]
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)),
                                                  "graph": GraphBackendResource()}, instance=instance)

@@ -46,7 +46,9 @@ def graphs(tmp_path_factory: pytest.TempPathFactory):
     out = {}
     for name in ("a", "b"):
         with LadybugBackend(root / name) as backend:
-            out[name] = {"db": str(root / name), "fp": backend.fingerprint(), "parts": backend.part_fingerprints()}
+            fp, parts = backend.fingerprints()
+            assert fp == backend.fingerprint()
+            out[name] = {"db": str(root / name), "fp": fp, "parts": parts}
             if name == "a":
                 schema = backend.schema()
                 cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=3).generate(40)
