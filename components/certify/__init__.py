@@ -1,7 +1,7 @@
 """Certification (SPEC §4): the program checks and the strict / partial / hard-failure status,
 the two-stage semantic judge and the leakage filter."""
 
-from components.certify.certifier import REASONS, STATUSES, Certificate, certify, certify_many
+from components.certify.certifier import REASONS, RULES_VERSION, STATUSES, Certificate, certify, certify_many
 from components.certify.judge import (
     JUDGE_VERDICTS,
     JudgeInput,
@@ -45,6 +45,7 @@ __all__ = [
     "load_eval_questions",
     "parse_verdict",
     "REASONS",
+    "RULES_VERSION",
     "STATUSES",
     "UNDETERMINED",
     "Certificate",

@@ -5,13 +5,19 @@ Statuses (SPEC §4):
 * ``hard_failure`` — the quizzer itself failed the candidate (``quizzer_failure``), or the first
   check that *fails* (in the order format/provenance/safety → schema/static → re-execution →
   grounding); its reason is the certificate's only reason and later checks are not run.
-* ``strict`` — all four checks pass: the supporting program recomputes the stated answer, the
-  marked evidence is exactly what it marks, and the answer is read directly off complete,
-  untruncated evidence of a single query the deriver can read.
+* ``strict`` — all four checks pass: the supporting program recomputes the stated answer from its
+  ``cypher()`` results, the marked evidence is exactly what it marks, and the evidence *is* the
+  answer — directly grounded (:mod:`components.certify.grounding`): a cell of a single-row
+  result, the complete column of a complete result, its row count, or its emptiness, of a single
+  query the deriver can read whose rows are reproducible (no arbitrary ``LIMIT``).
 * ``partial`` — checks 1–3 pass (re-execution included), check 4 finds no fault but is
   ``undetermined`` for allow-listed reasons only (:data:`~components.certify.checks.UNDETERMINED`:
-  multi-query composition, a derived value, set completeness, a query the deriver cannot read,
-  an entity / boolean read off a truncated result); ``reasons`` lists them.
+  multi-query composition, an answer Python selected from broader evidence or derived from it,
+  an arbitrary subset, a count of repeated rows, a query the deriver cannot read, an entity /
+  boolean read off a truncated result); ``reasons`` lists them.
+
+Every certificate records the rule version it was made under (:data:`RULES_VERSION`), so a
+certificate made under other rules is never reused by incremental re-certification.
 
 Hard failures never reach the judge. A check that raises is a bug, recorded as
 ``internal_error`` (a hard failure), never propagated.
@@ -40,9 +46,11 @@ from components.certify.checks import (
 from components.graph.schema import GraphSchema
 from components.tools.sandbox import SandboxLimits, SandboxServer
 
-__all__ = ["REASONS", "STATUSES", "Certificate", "certify", "certify_many"]
+__all__ = ["REASONS", "RULES_VERSION", "STATUSES", "Certificate", "certify", "certify_many"]
 
 STATUSES: Final = ("strict", "partial", "hard_failure")
+#: The certification rules a certificate was made under (bump when a check's meaning changes).
+RULES_VERSION: Final = "rules-2"
 
 #: Hard-failure reason codes (stable) → meaning.
 REASONS: Final[Mapping[str, str]] = {
@@ -57,6 +65,7 @@ REASONS: Final[Mapping[str, str]] = {
     "execution_failure": "an evidence query or the supporting program failed to run",
     "result_mismatch": "re-executing an evidence query gives a different result or truncation state",
     "answer_evidence_mismatch": "the supporting program's answer differs from the stated one",
+    "hard_coded_answer": "the final program's answer does not come from its cypher() results (a literal)",
     "incomplete_evidence": "the marked evidence does not contain what the answer needs",
     "truncation_misuse": "a full set, exact count or value claimed from a truncated result",
     "internal_error": "a certifier bug, recorded instead of raised",
@@ -74,6 +83,7 @@ class Certificate:
     #: queries check 4's supporting program ran beyond its evidence (their reads count for
     #: incremental re-certification); not part of :meth:`to_json`
     forwarded: list[str] = field(default_factory=list, compare=False)
+    rules: str = RULES_VERSION
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -84,12 +94,13 @@ class Certificate:
         return self.status != "hard_failure"
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "reasons": list(self.reasons),
+        return {"status": self.status, "reasons": list(self.reasons), "rules": self.rules,
                 "checks": [c.to_json() for c in self.checks]}
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Certificate:
-        return cls(raw["status"], list(raw.get("reasons") or ()), [CheckResult.from_json(c) for c in raw.get("checks") or ()])
+        return cls(raw["status"], list(raw.get("reasons") or ()), [CheckResult.from_json(c) for c in raw.get("checks") or ()],
+                   rules=str(raw.get("rules") or "rules-1"))
 
 
 def _run(steps: Sequence[Callable[[], CheckResult]], offset: int, checks: list[CheckResult]) -> Certificate | None:

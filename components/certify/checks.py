@@ -87,6 +87,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from components.certify.dataflow import answer_flow
+from components.certify.grounding import cut_state, directness, perturbation_changes
 from components.cypher.compat import to_ladybug, to_neo4j
 from components.cypher.features import derive
 from components.cypher.safety import check_read_only
@@ -99,12 +101,13 @@ from components.graph.errors import (
 )
 from components.graph.schema import GraphSchema
 from components.graph.values import canonical_json
+from components.quizzer.answers import normalise_text, parse_printed
+from components.quizzer.candidate import format_answer
 from components.quizzer.final import (
     ANSWER_PARSERS,
     AnswerParseError,
     answer_in_rows,
     answers_agree,
-    normalise_answer,
     parse_answer,
     run_final_program,
 )
@@ -130,8 +133,11 @@ CHECK_NAMES: Final = ("format_provenance_safety", "schema_static", "reexecution"
 #: Allow-listed reasons a dependency could not be proven statically (→ status *partial*).
 UNDETERMINED: Final[Mapping[str, str]] = {
     "multi_query_composition": "the answer combines several query results in Python",
-    "derived_value": "the answer is computed from the rows (difference, comparison, rounding), not a cell",
-    "set_completeness": "every member is in the evidence, but no column equals the answer set",
+    "selected_from_broader_evidence": "Python picks the answer out of a broader result (a listing, a row chosen "
+                                      "by a Python comparison, a Python max), the query does not select it",
+    "derived_value": "Python computes the answer from the rows (arithmetic, a comparison), it is not a cell",
+    "counted_duplicate_rows": "the answer counts the rows of a result whose rows repeat",
+    "arbitrary_subset": "a LIMIT / SKIP without an ORDER BY that decides the cut: an arbitrary subset",
     "derivation_unsupported": "the Cypher deriver cannot read an evidence query's structure",
     "truncated_observation": "an entity / boolean answer read off a truncated result",
 }
@@ -453,18 +459,23 @@ class ReplayQueryPath:
 # ---------------------------------------------------------------------------------------------
 
 
-def _cells(evidence: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """Per evidence item and column: the cells, list cells flattened."""
-    out: list[list[Any]] = []
-    for ev in evidence:
-        rows = ev.get("rows") or []
-        for j in range(len(ev.get("columns") or [])):
-            col: list[Any] = []
-            for row in rows:
-                cell = row[j]
-                col.extend(cell if isinstance(cell, list) else [cell])
-            out.append(col)
-    return out
+def _stated(candidate: Any) -> Any:
+    """The stated answer: ``answer_value`` when present (authoritative; the display is then
+    checked against it without being split apart), else ``answer`` parsed."""
+    answer_type = candidate.answer_type
+    if candidate.answer_value is None:
+        return parse_answer(candidate.answer, answer_type)
+    stated = parse_answer(candidate.answer_value, answer_type)
+    display = candidate.answer
+    if isinstance(display, str) and display.strip() \
+            and normalise_text(display) != normalise_text(format_answer(stated)):
+        try:
+            agree = answers_agree(parse_answer(display, answer_type), stated, answer_type)
+        except AnswerParseError:
+            agree = False
+        if not agree:
+            raise AnswerParseError("answer and answer_value disagree")
+    return stated
 
 
 def check_grounding(
@@ -475,22 +486,20 @@ def check_grounding(
     limits: SandboxLimits | None = None,
     server: SandboxServer | None = None,
 ) -> CheckResult:
-    """Check 4 (see the module docstring): ``answer_evidence_mismatch``,
+    """Check 4 (see the module docstring): ``answer_evidence_mismatch``, ``hard_coded_answer``,
     ``incomplete_evidence``, ``truncation_misuse``, ``forged_evidence``, ``execution_failure``;
     ``undetermined`` with sub-reasons from :data:`UNDETERMINED`."""
     name = CHECK_NAMES[3]
     answer_type = candidate.answer_type
-    stated_raw = candidate.answer_value if candidate.answer_value is not None else candidate.answer
     try:
-        stated = parse_answer(stated_raw, answer_type)
-        if candidate.answer and candidate.answer_value is not None \
-                and not answers_agree(parse_answer(candidate.answer, answer_type), stated, answer_type):
-            return _fail(name, "answer_evidence_mismatch", "answer and answer_value disagree")
+        stated = _stated(candidate)
     except AnswerParseError as exc:
-        return _fail(name, "answer_evidence_mismatch", f"the stated answer does not parse as {answer_type}: {exc}")
+        detail = str(exc) if "disagree" in str(exc) else f"the stated answer does not parse as {answer_type}: {exc}"
+        return _fail(name, "answer_evidence_mismatch", detail)
 
-    run = run_final_program(query_path, schema, candidate.final_program, limits=limits,
-                            episode_id=_episode_of(candidate), server=server)
+    episode = _episode_of(candidate)
+    run = run_final_program(query_path, schema, candidate.final_program, limits=limits, episode_id=episode,
+                            server=server)
     if not run.ok and run.failure_reason != "truncated_evidence":
         reason = "incomplete_evidence" if run.failure_reason == "no_evidence" else "execution_failure"
         return _fail(name, reason, f"the supporting program failed on re-run: {run.failure_reason}: {run.failure_detail}")
@@ -502,48 +511,45 @@ def check_grounding(
     if produced - submitted:
         return _fail(name, "incomplete_evidence", f"{len(produced - submitted)} result(s) the program marks are not in the evidence")
     try:
-        printed = json.loads(run.printed or "null")
-    except ValueError:
-        printed = run.printed
-    try:
-        recomputed_answer = parse_answer(printed, answer_type)
+        recomputed_answer = parse_printed(run.printed, answer_type)
     except AnswerParseError as exc:
         return _fail(name, "answer_evidence_mismatch", f"the program's printed answer does not parse: {exc}")
     if not answers_agree(recomputed_answer, stated, answer_type):
         return _fail(name, "answer_evidence_mismatch",
                      f"the program computes {recomputed_answer!r}, the candidate states {stated!r}")
 
+    flow = answer_flow(candidate.final_program, answer_type)
+    if flow.verdict == "independent":
+        return _fail(name, "hard_coded_answer", f"{flow.detail}: the answer is written into the program")
+    if flow.verdict == "inconclusive":
+        changed, why = perturbation_changes(candidate.final_program, recomputed_answer, answer_type, query_path,
+                                            schema, limits=limits, episode_id=episode, server=server)
+        if not changed:
+            return _fail(name, "hard_coded_answer", f"{flow.detail}; replayed on perturbed rows, {why}")
+
     notes: list[str] = []
     if any(t.truncated for t in run.evidence):
         if answer_type in _SET_LIKE:
             return _fail(name, "truncation_misuse", f"a {answer_type} answer rests on a truncated result")
         notes.append("truncated_observation")
+    if answer_type in ("entity", "set") and not answer_in_rows(stated, answer_type, recomputed):
+        what = "the answer does not" if answer_type == "entity" else "some answer members do not"
+        return _fail(name, "incomplete_evidence", f"{what} occur in the evidence rows")
     n_queries = sum(1 for c in run.calls if c.get("op") == "cypher" and c.get("ok"))
     if len(recomputed) > 1 or n_queries > 1:
         notes.append("multi_query_composition")
     if any(not derive(e["query"], schema).ok for e in recomputed):
         notes.append("derivation_unsupported")
-
-    columns = _cells(recomputed)
-    if answer_type == "entity":
-        if not answer_in_rows(stated, "entity", recomputed):
-            return _fail(name, "incomplete_evidence", "the answer does not occur in the evidence rows")
-    elif answer_type == "set":
-        if not answer_in_rows(stated, "set", recomputed):
-            return _fail(name, "incomplete_evidence", "some answer members do not occur in the evidence rows")
-        want = normalise_answer(stated, "set")
-        complete = any(
-            normalise_answer([c for c in col if c is not None and not isinstance(c, (dict, list))], "set") == want
-            for col in columns
-        )
-        if not complete:
-            notes.append("set_completeness")
-    elif answer_type == "number":
-        if not answer_in_rows(stated, "number", recomputed):
-            notes.append("derived_value")
-    elif answer_type == "boolean" and not any(isinstance(c, bool) and c is stated for col in columns for c in col):
-        notes.append("derived_value")
+    cuts = [cut_state(t.query, t.params, t.rows, query_path) for t in run.evidence]
+    emptiness_only = answer_type == "boolean" and flow.emptiness
+    if not emptiness_only and any(not c.exact for c in cuts):
+        notes.append("arbitrary_subset")
+    reason, why = directness(stated, answer_type, run.evidence, cuts, flow)
+    if reason is not None:
+        notes.append(reason)
     notes = list(dict.fromkeys(notes))
     if notes:
-        return CheckResult(name, "undetermined", notes[0], "; ".join(UNDETERMINED[n] for n in notes), tuple(notes))
-    return _pass(name, "the answer is recomputed and read directly off complete evidence")
+        details = [why if n == reason else UNDETERMINED[n] for n in notes]
+        cut_details = [c.detail for c in cuts if not c.exact and c.detail]
+        return CheckResult(name, "undetermined", notes[0], "; ".join(details + cut_details), tuple(notes))
+    return _pass(name, f"direct: {why}")

@@ -258,8 +258,9 @@ def run_certification(
         pool = [c for c, cert in zip(candidates, certs, strict=True) if cert.status != "hard_failure"]
         if config.fault_sample > 0 and pool:
             t0 = time.perf_counter()
+            strict_ids = {c.id for c, cert in zip(candidates, certs, strict=True) if cert.status == "strict"}
             accuracy = fault_accuracy(pool, schema=schema, query_path=path, fingerprint=current,
-                                      per_fault=config.fault_sample, seed=config.seed,
+                                      per_fault=config.fault_sample, seed=config.seed, strict_ids=strict_ids,
                                       progress=tick("fault injection", len(pool) + config.fault_sample * len(FAULTS)))
             wall["fault_injection"] = time.perf_counter() - t0
         return CertifiedRun(rows, accuracy, leakage_report, wall, judge_error, reused=len(keep))

@@ -16,7 +16,9 @@ fault-injection accuracy) is recomputed for all of them, so the result equals a 
 re-certification (tested).
 
 Candidates are matched to earlier rows by :func:`candidate_key`: their content (question,
-answer, program, evidence, trace …) without timings and without the snapshot they claim.
+answer, program, evidence, trace …) without timings and without the snapshot they claim. A
+certificate made under other certification rules (:data:`~components.certify.certifier.RULES_VERSION`)
+is never reused.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any, Final
 
 from cypherast import ast as a
 
+from components.certify.certifier import RULES_VERSION
 from components.cypher.parse import iter_nodes, parse_query
 from components.graph.fingerprint import changed_parts
 
@@ -146,8 +149,11 @@ def reusable_certificates(previous_rows: Sequence[Mapping[str, Any]],
         reads = json.loads(raw_reads)
         if affected(reads, changed):
             continue
+        cert = json.loads(row["certificate_json"])
+        if cert.get("rules") != RULES_VERSION:
+            continue  # made under other certification rules: certify it again
         record = {k: v for k, v in row.items() if k not in CERT_COLUMNS}
-        out[candidate_key(record)] = (json.loads(row["certificate_json"]), reads)
+        out[candidate_key(record)] = (cert, reads)
     return out
 
 

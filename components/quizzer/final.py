@@ -9,17 +9,23 @@ answer after type-specific normalisation.
 
 from __future__ import annotations
 
-import ast
-import json
 import math
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from components.cypher.parse import parse_query
 from components.cypher.schema_check import used_triples
 from components.graph.schema import GraphSchema
+from components.quizzer.answers import (
+    ANSWER_PARSERS,
+    AnswerParseError,
+    answers_agree,
+    normalise_answer,
+    normalise_member,
+    parse_answer,
+)
+from components.tools.cells import cell_items
 from components.tools.sandbox import SandboxEpisode, SandboxLimits, SandboxServer
 from components.tools.traced import TracedResult
 
@@ -36,142 +42,24 @@ __all__ = [
 ]
 
 
-class AnswerParseError(ValueError):
-    """A text does not parse as the requested answer type."""
-
-
-def _literal(text: str) -> Any:
-    for loader in (json.loads, ast.literal_eval):
-        try:
-            return loader(text)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-    return text
-
-
-def _strip(text: str) -> str:
-    return text.strip().strip("\"'` ").strip()
-
-
-def _parse_boolean(text: Any) -> bool:
-    if isinstance(text, bool):
-        return text
-    word = _strip(str(text)).rstrip(".!").lower()
-    if word in {"yes", "true", "y"}:
-        return True
-    if word in {"no", "false", "n"}:
-        return False
-    raise AnswerParseError(f"not a yes/no answer: {str(text)[:80]!r}")
-
-
-def _parse_number(text: Any) -> int | float:
-    if isinstance(text, bool):
-        raise AnswerParseError("a boolean is not a number")
-    if isinstance(text, (int, float)):
-        value = float(text)
-    else:
-        cleaned = _strip(str(text)).replace(",", "").rstrip(".")
-        match = re.fullmatch(r"[-+]?\d+(\.\d+)?([eE][-+]?\d+)?", cleaned)
-        if not match:
-            raise AnswerParseError(f"not a number: {str(text)[:80]!r}")
-        value = float(cleaned)
-    if not math.isfinite(value):
-        raise AnswerParseError("not a finite number")
-    return int(value) if value.is_integer() else value
-
-
-def _parse_set(text: Any) -> list[str]:
-    value = text if isinstance(text, (list, tuple, set)) else _literal(_strip(str(text)) if str(text).strip().startswith(("[", "(", "{")) else str(text))
-    if isinstance(value, (list, tuple, set)):
-        items = [str(v).strip() for v in value if v is not None and str(v).strip()]
-    else:
-        raw = str(value)
-        items = [p.strip().strip("\"'") for p in (raw.split(";") if ";" in raw else raw.split(","))]
-        items = [p for p in items if p]
-    if not items:
-        raise AnswerParseError("an empty set")
-    return sorted(set(items))
-
-
-def _parse_entity(text: Any) -> str:
-    value = text
-    if isinstance(value, str) and value.strip().startswith(("[", "(")):
-        value = _literal(value.strip())
-    if isinstance(value, (list, tuple)):
-        if len(value) != 1:
-            raise AnswerParseError(f"expected one entity, got {len(value)}")
-        value = value[0]
-    if value is None or isinstance(value, (dict, bool)):
-        raise AnswerParseError(f"not an entity: {str(text)[:80]!r}")
-    out = _strip(str(value))
-    if not out:
-        raise AnswerParseError("an empty entity")
-    return out
-
-
-#: answer type -> parser (text or already-typed value -> typed value).
-ANSWER_PARSERS: Final[Mapping[str, Callable[[Any], Any]]] = {
-    "boolean": _parse_boolean,
-    "number": _parse_number,
-    "set": _parse_set,
-    "entity": _parse_entity,
-}
-
-
-def parse_answer(text: Any, answer_type: str) -> Any:
-    """Parse ``text`` (a string, or a typed value) as ``answer_type``.
-
-    >>> parse_answer("Yes.", "boolean"), parse_answer("1,204", "number"), parse_answer("b; a", "set")
-    (True, 1204, ['a', 'b'])
-    """
-    parser = ANSWER_PARSERS.get(answer_type)
-    if parser is None:
-        raise AnswerParseError(f"unknown answer type {answer_type!r}")
-    if isinstance(text, str) and answer_type != "set" and text.strip().startswith(("[", "\"")):
-        text = _literal(text.strip())
-    return parser(text)
-
-
-def normalise_answer(value: Any, answer_type: str) -> Any:
-    """Comparable form: case-folded, whitespace-collapsed strings; numbers rounded to 6 digits;
-    sets as sorted tuples."""
-    def s(x: Any) -> str:
-        return re.sub(r"\s+", " ", str(x)).strip().casefold()
-
-    if answer_type == "number":
-        return round(float(value), 6)
-    if answer_type == "set":
-        return tuple(sorted({s(v) for v in value}))
-    if answer_type == "boolean":
-        return bool(value)
-    return s(value)
-
-
-def answers_agree(a: Any, b: Any, answer_type: str) -> bool:
-    """True when two typed answers are equal after normalisation (numbers within 1e-6 relative)."""
-    na, nb = normalise_answer(a, answer_type), normalise_answer(b, answer_type)
-    if answer_type == "number":
-        return math.isclose(na, nb, rel_tol=1e-6, abs_tol=1e-6)
-    return na == nb
-
-
 def answer_in_rows(value: Any, answer_type: str, evidence: list[TracedResult] | list[dict[str, Any]]) -> bool:
-    """True when every atom of the answer (the entity, each set member, the number) occurs as a
-    cell (or a list element of a cell) of some evidence row. Booleans: some evidence row exists."""
-    cells: list[Any] = []
-    for ev in evidence:
-        rows = ev.rows if isinstance(ev, TracedResult) else ev.get("rows", [])
-        for row in rows:
-            for cell in row:
-                cells.extend(cell if isinstance(cell, list) else [cell])
+    """True when every atom of the answer (the entity, each set member, the number) occurs in
+    some evidence row — as a cell, a list element, or a property of a returned node,
+    relationship or path (internal keys never count; :mod:`components.tools.cells`).
+    Booleans: some evidence row exists."""
+    def rows_of(ev: Any) -> Any:
+        return ev.rows if isinstance(ev, TracedResult) else (ev.get("rows") or [])
+
     if answer_type == "boolean":
-        return bool(cells) or any((ev.rows if isinstance(ev, TracedResult) else ev.get("rows")) for ev in evidence)
+        return any(rows_of(ev) for ev in evidence)
+    values = [v for ev in evidence for row in rows_of(ev) for _, v, _ in
+              (item for cell in row for item in cell_items(cell))]
     atoms = value if answer_type == "set" else [value]
     if answer_type == "number":
-        nums = [float(c) for c in cells if isinstance(c, (int, float)) and not isinstance(c, bool)]
+        nums = [float(c) for c in values if isinstance(c, (int, float)) and not isinstance(c, bool)]
         return all(any(math.isclose(float(a), n, rel_tol=1e-6, abs_tol=1e-6) for n in nums) for a in atoms)
-    texts = {normalise_answer(c, "entity") for c in cells if c is not None and not isinstance(c, (dict, list))}
-    return all(normalise_answer(a, "entity") in texts for a in atoms)
+    texts = {normalise_member(c) for c in values}
+    return all(normalise_member(a) in texts for a in atoms)
 
 
 def direction_errors(query: str, schema: GraphSchema) -> list[str]:

@@ -100,40 +100,16 @@ SHORTEST_MAX_HOPS: Final = 4
 WITHIN_HOPS: Final = 3
 
 # -- answer computations (Python run inside the sandbox; `answer = None` means degenerate) -------
+# Every template's query computes its answer, so the program only reads it off the rows: a cell
+# of a single-row result, a complete column, or a collect() cell — *directly grounded* evidence
+# (components.certify.grounding). Ties and equal values are rejected before the program runs
+# (TemplateContext.probe), never decided by Python.
 COMPUTE: Final[dict[str, str]] = {
     "set": "answer = sorted({str(row[0]) for row in r1.rows if row[0] is not None})",
     "collect": "answer = sorted({str(v) for v in (r1.rows[0][0] or []) if v is not None}) if r1.rows else []",
-    "single": (
-        "vals = sorted({row[0] for row in r1.rows if row[0] is not None}, key=str)\n"
-        "answer = vals[0] if len(vals) == 1 else None"
-    ),
+    "single": "answer = r1.rows[0][0] if len(r1.rows) == 1 else None",
     "scalar": "answer = r1.rows[0][0] if r1.rows else None",
-    "round2": "answer = round(r1.rows[0][0], 2) if r1.rows and r1.rows[0][0] is not None else None",
-    "top1": (
-        "rows = r1.rows\n"
-        "answer = rows[0][0] if rows and (len(rows) == 1 or rows[0][1] != rows[1][1]) else None"
-    ),
-    "top1_score": (
-        "rows = r1.rows\n"
-        "answer = rows[0][1] if rows and (len(rows) == 1 or rows[0][1] != rows[1][1]) else None"
-    ),
-    "topk": (
-        f"k = {TOP_K}\n"
-        "rows = r1.rows\n"
-        "answer = sorted(str(r[0]) for r in rows[:k]) if len(rows) > k and rows[k - 1][1] != rows[k][1] else None"
-    ),
-    "greater": (
-        "a, b = (r1.rows[0][0], r1.rows[0][1]) if r1.rows else (None, None)\n"
-        "answer = (a > b) if a is not None and b is not None and a != b else None"
-    ),
-    "which_greater": (
-        "an, a, bn, b = r1.rows[0] if r1.rows else (None, None, None, None)\n"
-        "answer = (an if a > b else bn) if a is not None and b is not None and a != b else None"
-    ),
-    "difference": (
-        "a, b = (r1.rows[0][0], r1.rows[0][1]) if r1.rows else (None, None)\n"
-        "answer = abs(a - b) if a is not None and b is not None and a != b else None"
-    ),
+    "second": "answer = r1.rows[0][1] if r1.rows else None",
 }
 
 
@@ -146,7 +122,6 @@ class Instance:
     compute: str  # a key of COMPUTE
     answer_type: str
     pattern: str
-    derived: bool = False  # the answer is computed from the rows, not one of their cells
     anchors: list[dict[str, Any]] = field(default_factory=list)  # other nodes the question names
 
 
@@ -199,6 +174,14 @@ class TemplateContext:
 
     def pick(self, items: list[Any]) -> Any:
         return items[int(self.rng.integers(len(items)))] if items else None
+
+    def probe(self, text: str, params: dict[str, Any], limit: int = 10) -> list[tuple[Any, ...]] | None:
+        """Rows of a query the template runs *before* emitting a candidate (to refuse ties and
+        equal values); ``None`` when it fails."""
+        try:
+            return [tuple(r) for r in self.query_path.run(text, params, limit=limit).rows]
+        except GraphError:
+            return None
 
     def mention(self, label: str, name: Any) -> str:
         return f'the {label_noun(label)} "{name}"'
@@ -318,10 +301,11 @@ def one_hop_aggregate(ctx: TemplateContext, answer_type: str) -> Instance | None
         nums = numeric_properties(ctx.schema, hop.there)
         if nums and ctx.rng.random() < 0.5:
             prop, fn = ctx.pick(nums), ctx.pick(sorted(_AGGREGATES))
-            text = f"MATCH {ctx.one_hop_pattern(hop)} RETURN {fn}(x.{q(prop)}) AS answer"
-            return Instance(f"What is {_AGGREGATES[fn]} {prop.replace('_', ' ')} of the {desc}?",
-                            [(text, {"start": ctx.start.id})], "round2" if fn == "avg" else "scalar",
-                            "number", ctx.pattern_of(hop), derived=fn == "avg")
+            value = f"round(avg(x.{q(prop)}), 2)" if fn == "avg" else f"{fn}(x.{q(prop)})"
+            text = f"MATCH {ctx.one_hop_pattern(hop)} RETURN {value} AS answer"
+            return Instance(f"What is {_AGGREGATES[fn]} {prop.replace('_', ' ')} of the {desc}"
+                            f"{' (to two decimals)' if fn == 'avg' else ''}?",
+                            [(text, {"start": ctx.start.id})], "scalar", "number", ctx.pattern_of(hop))
         text = f"MATCH {ctx.one_hop_pattern(hop)} RETURN count(DISTINCT x) AS answer"
         return Instance(f"How many {desc} are there?", [(text, {"start": ctx.start.id})], "scalar", "number",
                         ctx.pattern_of(hop))
@@ -373,16 +357,22 @@ def one_hop_relation(ctx: TemplateContext) -> Instance | None:
 
 
 def _rank_instance(ctx: TemplateContext, answer_type: str, match_text: str, params: dict[str, Any],
-                   name_expr: str, score_expr: str, group_desc: str, score_desc: str, pattern: str,
-                   *, k_needed: int = 2) -> Instance:
-    limit = TOP_K + 1 if answer_type == "set" else 2
-    text = f"{match_text} RETURN {name_expr} AS name, {score_expr} AS score ORDER BY score DESC, name LIMIT {limit}"
+                   name_expr: str, score_expr: str, group_desc: str, score_desc: str, pattern: str) -> Instance | None:
+    """``ORDER BY score DESC, name LIMIT k`` (k = 1, or TOP_K for a set): the query ranks, the
+    program reads the top row (or the column). A tie in the score at the cut makes the question
+    ambiguous: refused by a probe with ``LIMIT k + 1``."""
+    k = TOP_K if answer_type == "set" else 1
+    head = f"{match_text} RETURN {name_expr} AS name, {score_expr} AS score ORDER BY score DESC, name"
+    rows = ctx.probe(f"{head} LIMIT {k + 1}", params)
+    if rows is None or len(rows) <= k or rows[k - 1][1] == rows[k][1]:
+        return None
+    text = f"{head} LIMIT {k}"
     if answer_type == "entity":
-        question, compute = f"Among the {group_desc}, which one has {score_desc}?", "top1"
+        question, compute = f"Among the {group_desc}, which one has {score_desc}?", "scalar"
     elif answer_type == "number":
-        question, compute = f"Among the {group_desc}, what is {score_desc.replace('the most', 'the largest number of')}?", "top1_score"
+        question, compute = f"Among the {group_desc}, what is {score_desc.replace('the most', 'the largest number of')}?", "second"
     else:
-        question, compute = f"Which {TOP_K} of the {group_desc} have {score_desc}?", "topk"
+        question, compute = f"Which {TOP_K} of the {group_desc} have {score_desc}?", "set"
     return Instance(question, [(text, params)], compute, answer_type, pattern)
 
 
@@ -422,7 +412,7 @@ def one_hop_boolean(ctx: TemplateContext, answer_type: str) -> Instance | None:
         claim = _claim(hop, _start_mention(ctx), ctx.mention(hop.there, other_name))
         return Instance(f"Is it true that {claim}?", [(text, {"start": ctx.start.id, "other": other_id})],
                         "scalar", "boolean", "relation_to_find" if ctx.pattern == "relation_to_find" else ctx.pattern_of(hop),
-                        derived=True, anchors=[{"label": hop.there, "id": other_id, "name": other_name}])
+                        anchors=[{"label": hop.there, "id": other_id, "name": other_name}])
     return None
 
 
@@ -506,7 +496,7 @@ def multi_hop_boolean(ctx: TemplateContext, answer_type: str) -> Instance | None
                 f"RETURN EXISTS {{ MATCH {inner} }} AS answer")
         question = f"Is {ctx.mention(h2.there, other_name)} one of the {_multi_desc(ctx, h1, h2)}?"
         return Instance(question, [(text, {"start": ctx.start.id, "other": other_id})], "scalar", "boolean",
-                        _multi_pattern(h1, h2), derived=True,
+                        _multi_pattern(h1, h2),
                         anchors=[{"label": h2.there, "id": other_id, "name": other_name}])
     return None
 
@@ -575,7 +565,7 @@ def intersection_boolean(ctx: TemplateContext, answer_type: str) -> Instance | N
             f"RETURN EXISTS {{ MATCH {inner} }} AS answer")
     desc = _inter_desc(ctx, h1, h2, oname)
     return Instance(f"Is there at least one of the {desc}?", [(text, {"start": ctx.start.id, "other": oid})],
-                    "scalar", "boolean", "hybrid", derived=True,
+                    "scalar", "boolean", "hybrid",
                     anchors=[{"label": h2.there, "id": oid, "name": oname}])
 
 
@@ -593,6 +583,8 @@ def intersection_rank(ctx: TemplateContext, answer_type: str) -> Instance | None
     inst = _rank_instance(ctx, answer_type, match, {"start": ctx.start.id, "other": oid},
                           f"x.{q(ctx.name(h1.there))}", f"x.{q(prop)}", _inter_desc(ctx, h1, h2, oname),
                           f"the highest {prop.replace('_', ' ')}", "hybrid")
+    if inst is None:
+        return None
     inst.anchors = [{"label": h2.there, "id": oid, "name": oname}]
     return inst
 
@@ -645,49 +637,59 @@ def _metric(ctx: TemplateContext) -> tuple[str, str, str] | None:
     return expr, f"more {hop.describe('it')}", f"number of {hop.describe('it')}"
 
 
-@template("comparison", "boolean", ["boolean"])
-def comparison_boolean(ctx: TemplateContext, answer_type: str) -> Instance | None:
+def _compared(ctx: TemplateContext) -> tuple[Any, str, str, str, str, str, str] | None:
+    """A peer and a metric with two distinct, non-null values: ``(other id, other name, metric of
+    a, metric of b, 'a higher …' phrase, what, anchor pattern)``, or ``None`` (equal values make
+    no question)."""
     peers, metric = _peers(ctx, 1), _metric(ctx)
     if not peers or metric is None:
         return None
-    (oid, oname), (expr, more, _) = peers[0], metric
+    (oid, oname), (expr, more, what) = peers[0], metric
     label = ctx.start.label
-    text = (f"MATCH {ctx.anchor('a', label)}, {ctx.anchor('b', label, 'other')} "
-            f"RETURN {expr.replace('n.', 'a.').replace('(n)', '(a)')} AS a_value, "
-            f"{expr.replace('n.', 'b.').replace('(n)', '(b)')} AS b_value")
-    return Instance(f"Does {_start_mention(ctx)} have {more} than {ctx.mention(label, oname)}?",
-                    [(text, {"start": ctx.start.id, "other": oid})], "greater", "boolean", "hybrid", derived=True,
-                    anchors=[{"label": label, "id": oid, "name": oname}])
+    a_expr, b_expr = (expr.replace("n.", f"{v}.").replace("(n)", f"({v})") for v in ("a", "b"))
+    match = f"MATCH {ctx.anchor('a', label)}, {ctx.anchor('b', label, 'other')}"
+    rows = ctx.probe(f"{match} RETURN {a_expr} AS a_value, {b_expr} AS b_value", {"start": ctx.start.id, "other": oid})
+    if not rows or rows[0][0] is None or rows[0][1] is None or rows[0][0] == rows[0][1]:
+        return None
+    return oid, oname, a_expr, b_expr, more, what, match
+
+
+def _compare_instance(ctx: TemplateContext, c: tuple[Any, ...], question: str, returned: str,
+                      answer_type: str) -> Instance:
+    oid, oname, *_, match = c
+    return Instance(question, [(f"{match} RETURN {returned} AS answer", {"start": ctx.start.id, "other": oid})],
+                    "scalar", answer_type, "hybrid", anchors=[{"label": ctx.start.label, "id": oid, "name": oname}])
+
+
+@template("comparison", "boolean", ["boolean"])
+def comparison_boolean(ctx: TemplateContext, answer_type: str) -> Instance | None:
+    c = _compared(ctx)
+    if c is None:
+        return None
+    oid, oname, a_expr, b_expr, more, _, _ = c
+    return _compare_instance(ctx, c, f"Does {_start_mention(ctx)} have {more} than {ctx.mention(ctx.start.label, oname)}?",
+                             f"{a_expr} > {b_expr}", "boolean")
 
 
 @template("comparison", "property", ["entity"])
 def comparison_which(ctx: TemplateContext, answer_type: str) -> Instance | None:
-    peers, metric = _peers(ctx, 1), _metric(ctx)
-    if not peers or metric is None:
+    c = _compared(ctx)
+    if c is None:
         return None
-    (oid, oname), (expr, more, _) = peers[0], metric
-    label, name = ctx.start.label, ctx.name(ctx.start.label)
-    text = (f"MATCH {ctx.anchor('a', label)}, {ctx.anchor('b', label, 'other')} "
-            f"RETURN a.{q(name)} AS a_name, {expr.replace('n.', 'a.').replace('(n)', '(a)')} AS a_value, "
-            f"b.{q(name)} AS b_name, {expr.replace('n.', 'b.').replace('(n)', '(b)')} AS b_value")
-    return Instance(f"Which has {more}: {_start_mention(ctx)} or {ctx.mention(label, oname)}?",
-                    [(text, {"start": ctx.start.id, "other": oid})], "which_greater", "entity", "hybrid",
-                    anchors=[{"label": label, "id": oid, "name": oname}])
+    oid, oname, a_expr, b_expr, more, _, _ = c
+    name = q(ctx.name(ctx.start.label))
+    return _compare_instance(ctx, c, f"Which has {more}: {_start_mention(ctx)} or {ctx.mention(ctx.start.label, oname)}?",
+                             f"CASE WHEN {a_expr} > {b_expr} THEN a.{name} ELSE b.{name} END", "entity")
 
 
 @template("comparison", "aggregation", ["number"])
 def comparison_difference(ctx: TemplateContext, answer_type: str) -> Instance | None:
-    peers, metric = _peers(ctx, 1), _metric(ctx)
-    if not peers or metric is None:
+    c = _compared(ctx)
+    if c is None:
         return None
-    (oid, oname), (expr, _, what) = peers[0], metric
-    label = ctx.start.label
-    text = (f"MATCH {ctx.anchor('a', label)}, {ctx.anchor('b', label, 'other')} "
-            f"RETURN {expr.replace('n.', 'a.').replace('(n)', '(a)')} AS a_value, "
-            f"{expr.replace('n.', 'b.').replace('(n)', '(b)')} AS b_value")
-    return Instance(f"What is the absolute difference in {what} between {_start_mention(ctx)} and "
-                    f"{ctx.mention(label, oname)}?", [(text, {"start": ctx.start.id, "other": oid})],
-                    "difference", "number", "hybrid", derived=True, anchors=[{"label": label, "id": oid, "name": oname}])
+    oid, oname, a_expr, b_expr, _, what, _ = c
+    return _compare_instance(ctx, c, f"What is the absolute difference in {what} between {_start_mention(ctx)} and "
+                             f"{ctx.mention(ctx.start.label, oname)}?", f"abs({a_expr} - {b_expr})", "number")
 
 
 @template("comparison", "ranking", ["entity", "number"])
@@ -699,16 +701,19 @@ def comparison_rank(ctx: TemplateContext, answer_type: str) -> Instance | None:
     label, name = ctx.start.label, ctx.name(ctx.start.label)
     ids = [ctx.start.id] + [p[0] for p in peers]
     names = [ctx.start.name] + [p[1] for p in peers]
-    text = (f"MATCH (n:{q(label)}) WHERE n.{q(ctx.pk(label))} IN $ids AND {expr} IS NOT NULL "
-            f"RETURN n.{q(name)} AS name, {expr} AS score ORDER BY score DESC, name LIMIT 2")
+    match = f"MATCH (n:{q(label)}) WHERE n.{q(ctx.pk(label))} IN $ids AND {expr} IS NOT NULL"
     listed = ", ".join(f'"{n}"' for n in names[:-1]) + f' and "{names[-1]}"'
     noun = plural(label_noun(label))
     if answer_type == "entity":
-        question, compute = f"Of the {noun} {listed}, which one has the {more.replace('a higher', 'highest').replace('more', 'most')}?", "top1"
+        question = f"Of the {noun} {listed}, which one has the {more.replace('a higher', 'highest').replace('more', 'most')}?"
     else:
-        question, compute = f"Of the {noun} {listed}, what is the largest {what}?", "top1_score"
-    return Instance(question, [(text, {"ids": ids})], compute, answer_type, "hybrid",
-                    anchors=[{"label": label, "id": p[0], "name": p[1]} for p in peers])
+        question = f"Of the {noun} {listed}, what is the largest {what}?"
+    inst = _rank_instance(ctx, answer_type, match, {"ids": ids}, f"n.{q(name)}", expr, "", "", "hybrid")
+    if inst is None:
+        return None
+    inst.question = question
+    inst.anchors = [{"label": label, "id": p[0], "name": p[1]} for p in peers]
+    return inst
 
 
 @template("comparison", "distinct_set", ["set"])
@@ -752,7 +757,7 @@ def optional_any(ctx: TemplateContext, answer_type: str) -> Instance | None:
     for hop in (empty if empty and ctx.rng.random() < 0.5 else []) + ctx.hops(lo=0):
         text = f"{_optional(ctx, hop)} RETURN count(x) > 0 AS answer"
         return Instance(f"Are there any {hop.describe(_start_mention(ctx))}?", [(text, {"start": ctx.start.id})],
-                        "scalar", "boolean", ctx.pattern_of(hop), derived=True)
+                        "scalar", "boolean", ctx.pattern_of(hop))
     return None
 
 
@@ -822,7 +827,7 @@ def shortest_within(ctx: TemplateContext, answer_type: str) -> Instance | None:
             f"OPTIONAL MATCH p = shortestPath((a)-[*..{WITHIN_HOPS}]-(b)) RETURN p IS NOT NULL AS answer")
     return Instance(f"Ignoring direction, are {_start_mention(ctx)} and {ctx.mention(label, oname)} connected by a "
                     f"path of at most {WITHIN_HOPS} relationships?", [(text, {"start": ctx.start.id, "other": oid})],
-                    "scalar", "boolean", "hybrid", derived=True, anchors=[{"label": label, "id": oid, "name": oname}])
+                    "scalar", "boolean", "hybrid", anchors=[{"label": label, "id": oid, "name": oname}])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -913,7 +918,7 @@ class TemplateQuizzer:
             trace=[{"kind": "final_program", "code": program, **run.to_dict()}],
             evidence=[t.to_json() for t in run.evidence], final_program=program,
             latency_s=round(time.perf_counter() - t0, 4), model="template",
-            meta={"template": tmpl.name, "realized_axes": realized, "derived": inst.derived, "anchors": inst.anchors},
+            meta={"template": tmpl.name, "realized_axes": realized, "anchors": inst.anchors},
         )
         if run.failure_reason == "truncated_evidence":
             self.stats["degenerate:truncated"] += 1
@@ -932,7 +937,7 @@ class TemplateQuizzer:
             value = parse_answer(raw, inst.answer_type)
         except AnswerParseError as exc:
             return cand.fail("unparseable_answer", str(exc))
-        if not inst.derived and not answer_in_rows(value, inst.answer_type, run.evidence):
+        if not answer_in_rows(value, inst.answer_type, run.evidence):
             return cand.fail("answer_mismatch", "the answer does not occur in the evidence rows")
         cand.answer_value, cand.answer = value, format_answer(value)
         return cand
