@@ -27,7 +27,9 @@ def _emit(obj: Any) -> None:
 
 
 class CliError(Exception):
-    code = "usage_error"
+    def __init__(self, message: str, code: str = "usage_error") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # -- graph ---------------------------------------------------------------------------------
@@ -160,56 +162,35 @@ def _cmd_rubric_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_certify(args: argparse.Namespace) -> int:
-    from components.certify import SemanticJudge, certify_many
-    from components.cypher.query_path import ReadOnlyQueryPath
-    from components.quizzer.candidate import QACandidate
+    """Certify a JSONL of candidates with the same builder as the ``certified_dataset`` asset
+    (:func:`~components.certify.dataset.run_certification`): one output line per input line."""
+    from components.certify.batch import CandidateFileError, read_candidate_lines
+    from components.certify.dataset import CertifyConfig, run_certification
 
-    rows: list[tuple[int, Any, str | None]] = []
-    with open(args.candidates, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((lineno, QACandidate.from_record(json.loads(line)), None))
-            except (ValueError, KeyError, TypeError) as exc:
-                rows.append((lineno, None, f"line {lineno}: not a candidate record: {exc}"))
-    backend = _open(args.db)
     try:
-        schema = backend.schema()
-        path = ReadOnlyQueryPath(backend, schema=schema)
-        current = backend.fingerprint()
-        good = [(lineno, cand) for lineno, cand, _ in rows if cand is not None]
-        for _, cand in good:  # the claimed snapshot: flag, else the record's, else this graph
-            cand.meta["snapshot_fingerprint"] = (args.snapshot_fingerprint
-                                                 or cand.meta.get("snapshot_fingerprint") or current)
-        results = certify_many([c for _, c in good], schema=schema, query_path=path, current_fingerprint=current)
-        certs = {lineno: cert for (lineno, _), cert in zip(good, results, strict=True)}
-    finally:
-        backend.close()
-    verdicts: dict[int, Any] = {}
-    if args.judge == "on":  # hard failures never reach the judge
-        from components.llm import make_backend
-
-        judged = [(n, c) for n, c, _ in rows if c is not None and certs[n].status != "hard_failure"]
-        if judged:
-            llm = make_backend("transformers", model_dir=args.model)
-            try:
-                results = SemanticJudge(llm).judge([c for _, c in judged])
-            finally:
-                llm.close()
-            verdicts = {n: v for (n, _), v in zip(judged, results, strict=True)}
-    for lineno, cand, err in rows:
-        if cand is None:
-            _emit({"id": None, "line": lineno, "ok": False, "error": {"code": "bad_input", "message": err}})
+        lines = read_candidate_lines(args.candidates)
+    except CandidateFileError as exc:
+        raise CliError(str(exc), exc.code) from None
+    config = CertifyConfig(judge=args.judge, judge_options={"model_dir": args.model} if args.model else {},
+                           eval_questions=args.eval_questions, fault_sample=0,
+                           admit_partial_without_judge=args.admit_partial_without_judge)
+    good = [ln for ln in lines if ln.candidate is not None]
+    run = run_certification([ln.candidate for ln in good], args.db, config,  # type: ignore[misc]
+                            snapshot_claim=args.snapshot_fingerprint, claim_current=True)
+    rows = {ln.line: row for ln, row in zip(good, run.rows, strict=True)}
+    for ln in lines:
+        if ln.candidate is None:
+            _emit({"id": ln.id, "line": ln.line, "ok": False, "error": ln.error})
             continue
-        cert, verdict = certs[lineno], verdicts.get(lineno)
+        row = rows[ln.line]
+        judge = json.loads(row["judge_json"])
         _emit({
-            "id": cand.id, "line": lineno, "ok": True, "status": cert.status, "reasons": cert.reasons,
-            "verdict": None if verdict is None else verdict.verdict,
-            "admitted": cert.status != "hard_failure" and (args.judge == "off" or (verdict is not None and verdict.verdict == "accept")),
-            "certificate": cert.to_json(), "judge": None if verdict is None else verdict.to_json(),
+            "id": row["id"], "line": ln.line, "ok": True, "status": row["status"], "reasons": row["reasons"],
+            "verdict": None if row["verdict"] in ("skipped", "not_judged") else row["verdict"],
+            "leaked": row["leaked"], "admitted": row["admitted"],
+            "certificate": json.loads(row["certificate_json"]), "judge": judge,
         })
-    return 1 if any(c is None for _, c, _ in rows) else 0
+    return 1 if any(ln.candidate is None for ln in lines) else 0
 
 
 # -- tools -----------------------------------------------------------------------------------
@@ -480,6 +461,10 @@ def _parser() -> argparse.ArgumentParser:
     ce.add_argument("--model", default=None, help="judge model folder (default: SmolLM2-135M-Instruct)")
     ce.add_argument("--snapshot-fingerprint", default=None,
                     help="fingerprint of the graph the candidates were made on (default: each record's meta, else the current graph)")
+    ce.add_argument("--eval-questions", default=None,
+                    help="JSONL evaluation set for the leakage filter (candidates naming its entities are not admitted)")
+    ce.add_argument("--admit-partial-without-judge", action="store_true",
+                    help="with --judge off, admit partial items too (default: strict only)")
     ce.set_defaults(func=_cmd_certify)
 
     sb = sub.add_parser("sandbox", help="the Python + Cypher sandbox").add_subparsers(dest="sandbox_command", required=True)
@@ -555,8 +540,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         err = {"code": "llm_error", "message": " ".join(str(exc).split())}
     except json.JSONDecodeError as exc:
         err = {"code": "bad_input", "message": f"invalid JSON: {exc}"}
-    except (OSError, ValueError) as exc:
-        err = {"code": type(exc).__name__, "message": " ".join(str(exc).split())}
+    except OSError as exc:
+        err = {"code": "io_error", "message": " ".join(str(exc).split())}
+    except ValueError as exc:
+        err = {"code": "bad_input", "message": " ".join(str(exc).split())}
     sys.stderr.write(json.dumps({"ok": False, "error": err}) + "\n")
     return 1
 

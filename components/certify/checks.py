@@ -544,7 +544,7 @@ def check_grounding(
     emptiness_only = answer_type == "boolean" and flow.emptiness
     if not emptiness_only and any(not c.exact for c in cuts):
         notes.append("arbitrary_subset")
-    reason, why = directness(stated, answer_type, run.evidence, cuts, flow)
+    reason, why = directness(stated, answer_type, run.evidence, flow)
     if reason is not None:
         notes.append(reason)
     notes = list(dict.fromkeys(notes))

@@ -262,7 +262,8 @@ class _Reader:
         func = node.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         args = [self.expr(a) for a in node.args]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        # a sort key (a function, often a lambda) orders values, it is not one: not followed
+        kwargs = {k.arg: (_NEUTRAL if k.arg == "key" else self.expr(k.value)) for k in node.keywords}
         joined = _NEUTRAL
         for v in args + list(kwargs.values()):
             joined = joined.join(v)
@@ -278,11 +279,8 @@ class _Reader:
             self.env[func.value.id] = grown.moved()
             return _NONE
         first = args[0] if args else _NEUTRAL
-        if name == "sorted":
-            key = kwargs.get("key")
-            out = first.join(base)
-            out = replace(out, ops=out.ops | ({"select"} if key is not None else set()), none=False, ordered=True)
-            return out
+        if name == "sorted":  # orders values (a later [0] is a selection, see e_Subscript)
+            return replace(first.join(base), none=False, ordered=True)
         if name == "len":
             return first.moved(literal=False)
         if name == "bool" and isinstance(func, ast.Name):

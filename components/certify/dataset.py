@@ -11,11 +11,15 @@ record (question, answer, final program, evidence, … as in ``qa_candidates``) 
 * ``leaked`` and ``leakage_json`` (matched entities, eval qids, where);
 * ``evidence_features_json`` — the Cypher deriver's features of each evidence query (the
   evidence *structure* the rubric scores against);
-* ``admitted`` — certified (strict or partial) **and** the judge accepted (or is off) **and**
-  not leaked.
+* ``admitted`` — :func:`admit`, the one admission rule (the asset and ``graphdojo certify``
+  both go through :func:`run_certification`): status strict or partial **and** the judge
+  accepted (when on) **and** not leaked; with the judge off only **strict** items are admitted
+  (a partial item is one whose support someone must still look at) unless
+  ``certify.admit_partial_without_judge`` is true.
 
 The funnel (:func:`funnel`) counts candidates → quizzer failures and hard failures by cause →
-strict / partial → judge accept / reject / uncertain → leakage drops → admitted.
+strict / partial → judge accept / reject / uncertain (or skipped, with the partial items held
+back) → leakage drops → admitted.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from components.certify.accuracy import AccuracyReport, fault_accuracy
-from components.certify.certifier import REASONS, Certificate, certify_many
+from components.certify.certifier import REASONS, RULES_VERSION, Certificate, certify_many
 from components.certify.faults import FAULTS
 from components.certify.incremental import candidate_key, candidate_reads
 from components.certify.judge import JudgeVerdict, SemanticJudge
@@ -40,10 +44,12 @@ from components.quizzer.candidate import QACandidate
 from components.store.fingerprint import chain_fingerprint, code_digest, hash_path, read_parquet, write_parquet
 
 __all__ = [
+    "ADMITTED_STATUSES",
     "CERTIFY_VERSION",
     "FUNNEL_RATES",
     "CertifiedRun",
     "CertifyConfig",
+    "admit",
     "certify_fingerprint",
     "funnel",
     "funnel_chart",
@@ -54,6 +60,7 @@ __all__ = [
 ]
 
 CERTIFY_VERSION: Final = "certify-1"
+ADMITTED_STATUSES: Final = ("strict", "partial")
 JUDGE_MODES: Final = ("off", "on")
 #: Rates published as metadata (0..1, over all candidates) that domain configs may bound.
 FUNNEL_RATES: Final = ("certified_rate", "strict_rate", "hard_failure_rate", "admitted_rate",
@@ -64,10 +71,11 @@ FUNNEL_RATES: Final = ("certified_rate", "strict_rate", "hard_failure_rate", "ad
 class CertifyConfig:
     """How a domain's candidates are certified (a domain YAML's ``certify:``).
 
-    ``judge``: ``off`` admits every strict / partial candidate unreviewed (the funnel shows the
-    stage as skipped) — the CPU default, since a 135M-parameter judge is noise; ``on`` runs the
-    two-stage judge with ``judge_backend`` / ``judge_options`` (as the quizzer's backends) and
-    admits only accepted candidates. ``eval_questions``: a JSONL evaluation set for the leakage
+    ``judge``: ``off`` admits the strict candidates unreviewed (the funnel shows the stage as
+    skipped and the partial candidates it holds back) — the CPU default, since a 135M-parameter
+    judge is noise; ``admit_partial_without_judge: true`` admits the partial ones too. ``on``
+    runs the two-stage judge with ``judge_backend`` / ``judge_options`` (as the quizzer's
+    backends) and admits only accepted candidates. ``eval_questions``: a JSONL evaluation set for the leakage
     filter (relative paths are resolved against the domain YAML). ``bands``: ``{rate: [min,
     max]}`` for the funnel-rate checks (rates of :data:`FUNNEL_RATES`). ``fault_sample``:
     certified items per fault type in the accuracy report (0 skips it).
@@ -81,6 +89,7 @@ class CertifyConfig:
     bands: Mapping[str, Sequence[float]] = field(default_factory=dict)
     fault_sample: int = 12
     seed: int = 0
+    admit_partial_without_judge: bool = False
 
     def __post_init__(self) -> None:
         if self.judge not in JUDGE_MODES:
@@ -92,6 +101,8 @@ class CertifyConfig:
                 raise ValueError(f"band for {rate} must be [min, max] with 0 <= min <= max <= 1, not {band!r}")
         if self.fault_sample < 0:
             raise ValueError("fault_sample must be >= 0")
+        if not isinstance(self.admit_partial_without_judge, bool):
+            raise ValueError("admit_partial_without_judge must be true or false")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None, base: Path | None = None) -> CertifyConfig:
@@ -111,12 +122,27 @@ class CertifyConfig:
 
 
 def certify_fingerprint(candidates_fingerprint: str, config: CertifyConfig) -> str:
-    """The dataset's lineage: the candidates, the certifier's code, the config and the eval set's
-    content (a changed evaluation set is a new dataset)."""
+    """The dataset's lineage: the candidates, the certifier's code and rules, the config and the
+    eval set's content (a changed evaluation set is a new dataset)."""
     ev = config.eval_questions
     eval_hash = hash_path(ev) if ev and Path(ev).is_file() else None
-    return chain_fingerprint([candidates_fingerprint], f"{CERTIFY_VERSION}:{code_digest(Path(__file__).parent)}",
+    return chain_fingerprint([candidates_fingerprint],
+                             f"{CERTIFY_VERSION}:{RULES_VERSION}:{code_digest(Path(__file__).parent)}",
                              {**config.to_json(), "eval_questions_hash": eval_hash})
+
+
+def admit(status: str, verdict: str, leaked: bool, config: CertifyConfig) -> bool:
+    """The admission rule: certified (strict / partial) ∧ the judge accepts (when on) ∧ not
+    leaked; with the judge off, partial items only with ``admit_partial_without_judge``.
+
+    >>> admit("partial", "skipped", False, CertifyConfig()), admit("strict", "skipped", False, CertifyConfig())
+    (False, True)
+    """
+    if status not in ADMITTED_STATUSES or leaked:
+        return False
+    if config.judge == "on":
+        return verdict == "accept"
+    return status == "strict" or config.admit_partial_without_judge
 
 
 @dataclass
@@ -136,12 +162,12 @@ class CertifiedRun:
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
-def _row(cand: QACandidate, cert: Certificate, verdict: JudgeVerdict | None, judge_on: bool,
+def _row(cand: QACandidate, cert: Certificate, verdict: JudgeVerdict | None, config: CertifyConfig,
          leak: LeakageResult | None, schema: Any, reads: Sequence[str]) -> dict[str, Any]:
     certified = cert.status != "hard_failure"
     if not certified:
         verdict_name = "not_judged"
-    elif not judge_on:
+    elif config.judge != "on":
         verdict_name = "skipped"
     else:
         verdict_name = verdict.verdict if verdict is not None else "uncertain"
@@ -158,7 +184,7 @@ def _row(cand: QACandidate, cert: Certificate, verdict: JudgeVerdict | None, jud
         "leakage_json": json.dumps(leak.to_json() if leak else None, default=str),
         "evidence_features_json": json.dumps(features, sort_keys=True, default=str),
         "reads_json": json.dumps(sorted(reads)),
-        "admitted": certified and verdict_name in ("accept", "skipped") and not leaked,
+        "admitted": admit(cert.status, verdict_name, leaked, config),
     }
 
 
@@ -169,11 +195,17 @@ def run_certification(
     *,
     progress: Progress | None = None,
     reuse: Mapping[str, tuple[Mapping[str, Any], Sequence[str]]] | None = None,
+    snapshot_claim: str | None = None,
+    claim_current: bool = False,
 ) -> CertifiedRun:
     """Certify ``candidates`` against the graph at ``db_location`` (a fresh read-only
     connection), judge the certified ones (``config.judge == "on"``), run the leakage filter
     (``config.eval_questions``) and the fault-injection accuracy report; see the module
     docstring. Never raises for anything a candidate contains.
+
+    The snapshot each candidate claims is ``meta["snapshot_fingerprint"]``; ``snapshot_claim``
+    overrides it for all, and ``claim_current`` lets a candidate without a claim claim the graph
+    it is certified on (external candidates, ``graphdojo certify``).
 
     ``reuse`` (:func:`~components.certify.incremental.reusable_certificates`) maps candidate
     keys to certificates that still hold on this graph: those candidates are not certified again
@@ -187,6 +219,9 @@ def run_certification(
         schema = backend.schema()
         path = ReadOnlyQueryPath(backend, schema=schema)
         current = backend.fingerprint()
+        if snapshot_claim or claim_current:
+            for c in candidates:
+                c.meta["snapshot_fingerprint"] = snapshot_claim or c.meta.get("snapshot_fingerprint") or current
         n = len(candidates)
         done = [0]
 
@@ -251,7 +286,7 @@ def run_certification(
                               "by_where": dict(by_where), "by_eval": dict(by_eval.most_common())}
             wall["leakage"] = time.perf_counter() - t0
 
-        rows = [_row(c, certs[i], verdicts.get(i), config.judge == "on", leaks.get(i), schema, reads[i])
+        rows = [_row(c, certs[i], verdicts.get(i), config, leaks.get(i), schema, reads[i])
                 for i, c in enumerate(candidates)]
 
         accuracy = None
@@ -283,8 +318,10 @@ def funnel(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     out += [("strict", status["strict"]), ("partial", status["partial"])]
     certified = [r for r in rows if r["status"] != "hard_failure"]
     verdicts = Counter(r["verdict"] for r in certified)
-    if verdicts.get("skipped"):  # judge off
+    if verdicts.get("skipped"):  # judge off: the partial items are held back unless configured otherwise
         out.append(("judge:skipped", verdicts["skipped"]))
+        out.append(("judge_off:partial_held_back", sum(r["status"] == "partial" and not r["leaked"]
+                                                        and not r["admitted"] for r in certified)))
     else:
         out += [(f"judge:{v}", verdicts[v]) for v in ("accept", "reject", "uncertain")]
     passed_judge = [r for r in certified if r["verdict"] in ("accept", "skipped")]

@@ -268,14 +268,13 @@ def _occurs(value: Any, answer_type: str, evidence: Sequence[Any]) -> bool:
     return False
 
 
-def directness(value: Any, answer_type: str, evidence: Sequence[Any], cuts: Sequence[Cut],
-               flow: AnswerFlow) -> tuple[str | None, str]:
+def directness(value: Any, answer_type: str, evidence: Sequence[Any], flow: AnswerFlow) -> tuple[str | None, str]:
     """``(None, why)`` when the answer is read directly off the evidence, else ``(reason, why)``
     with the partial reason (``selected_from_broader_evidence``, ``derived_value``,
-    ``counted_duplicate_rows``). ``evidence`` are the re-run's results (untruncated ones count),
-    ``cuts`` their :func:`cut_state`."""
-    usable = [(_rows(ev), cut) for ev, cut in zip(evidence, cuts, strict=True) if not getattr(ev, "truncated", False)]
-    exact = [rows for rows, cut in usable if cut.exact]
+    ``counted_duplicate_rows``). ``evidence`` are the re-run's results (untruncated ones count);
+    a result cut arbitrarily is judged as it stands — :func:`cut_state` gives the caller its own
+    reason, ``arbitrary_subset``."""
+    exact = [_rows(ev) for ev in evidence if not getattr(ev, "truncated", False)]
     occurs = answer_type != "boolean" and (
         all(_occurs(v, "entity", evidence) for v in value) if answer_type == "set" else _occurs(value, answer_type, evidence))
     picked = "selected_from_broader_evidence" if occurs else "derived_value"
@@ -286,7 +285,7 @@ def directness(value: Any, answer_type: str, evidence: Sequence[Any], cuts: Sequ
             return None, "the set is a complete column of the evidence"
         return "selected_from_broader_evidence", "no complete column of the evidence equals the set"
     if answer_type == "boolean" and flow.emptiness:
-        if any(bool(rows) is value for rows, _ in usable) or any(getattr(ev, "truncated", False) and value is True
+        if any(bool(rows) is value for rows in exact) or any(getattr(ev, "truncated", False) and value is True
                                                                 for ev in evidence):
             return None, "the answer is the emptiness test of the evidence"
         return "derived_value", "the emptiness test does not give the answer"
