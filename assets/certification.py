@@ -44,8 +44,9 @@ def _preview(rows: list) -> str:
 
 
 def _accuracy_table(report: dict) -> dg.TableMetadataValue:
-    cols = [("fault", "string"), ("expected", "string"), ("injected", "int"), ("hard_failures", "int"),
-            ("recall", "float"), ("reason_recall", "float"), ("precision", "float")]
+    cols = [("fault", "string"), ("outcome", "string"), ("expected", "string"), ("injected", "int"),
+            ("hard_failures", "int"), ("partial", "int"), ("strict", "int"), ("recall", "float"),
+            ("reason_recall", "float"), ("precision", "float")]
     rows = [{**f, "expected": ", ".join(f["expected"])} for f in report.get("faults", [])]
     return records_table(rows, cols)
 

@@ -18,14 +18,22 @@ prints the CPU time of this process and of the sandbox processes per candidate.
 
 Targets (issue 5): certify ≥ 0.8× the floor's throughput and ≥ 200 candidates/s.
 
-    python benchmarks/certify.py [--nodes 50000] [--candidates 300] [--reps 3]
+With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/base
+<commit>``) it instead times ``certify_many`` of *that* tree against this one on the same graph and
+the same candidates (this tree's template quizzer, written as JSONL), each in its own process,
+alternating ``--reps`` times, and prints the throughput ratio — how a certifier change is measured.
+
+    python benchmarks/certify.py [--nodes 50000] [--candidates 300] [--reps 3] [--baseline DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -57,7 +65,11 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--one-by-one", type=int, default=30, help="candidates for the one-by-one baseline")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--baseline", type=Path, default=None, help="a checkout of an earlier commit to compare with")
     args = p.parse_args()
+    if args.baseline is not None:
+        compare_with_baseline(args)
+        return
 
     from components.certify import certify, certify_many
     from components.cypher.query_path import ReadOnlyQueryPath
@@ -141,6 +153,71 @@ def main() -> None:
     print(f"targets: >= 0.8x floor -> {f / c:.2f}x cold / {f / w:.2f}x warm "
           f"({'met' if f / c >= 0.8 else 'NOT met'}); >= 200 cand/s -> {n / c:.0f} cold / {n / w:.0f} warm "
           f"({'met' if n / c >= 200 else 'NOT met'})")
+
+
+# Run in a child process with PYTHONPATH = the tree under test: certify the JSONL candidates on
+# the graph once, caches cold, and print the wall time and the statuses.
+_TIMED = """
+import json, sys, time
+from components.certify import certify_many
+from components.cypher import compat, features, parse, safety
+from components.cypher.query_path import ReadOnlyQueryPath
+from components.graph.ladybug import LadybugBackend
+from components.quizzer.candidate import QACandidate
+db, cands_path = sys.argv[1], sys.argv[2]
+cands = [QACandidate.from_record(json.loads(line)) for line in open(cands_path)]
+for clear in (parse._lex.cache_clear, parse._parse.cache_clear, safety._VETTED.clear, compat._REWRITES.clear,
+              features._derive.cache_clear):
+    clear()
+with LadybugBackend(db) as b:
+    schema = b.schema()
+    qp = ReadOnlyQueryPath(b, schema=schema)
+    fp = cands[0].meta["snapshot_fingerprint"]
+    t = time.perf_counter()
+    certs = certify_many(cands, schema=schema, query_path=qp, current_fingerprint=fp)
+    wall = time.perf_counter() - t
+print(json.dumps({"wall": wall, "statuses": [c.status for c in certs]}))
+"""
+
+
+def compare_with_baseline(args: argparse.Namespace) -> None:
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+    from components.graph.load import load_graph
+    from components.graph.sources import demo
+    from components.quizzer.template import TemplateQuizzer
+
+    trees = {"baseline": args.baseline.resolve(), "this tree": ROOT}
+    with tempfile.TemporaryDirectory(prefix="gd-certab-") as tmp:
+        db, cands_path = Path(tmp) / "db", Path(tmp) / "cands.jsonl"
+        load_graph(demo.generate("academic", seed=args.seed, scale=args.nodes), db)
+        with LadybugBackend(db) as backend:
+            schema = backend.schema()
+            fingerprint = backend.fingerprint()
+            cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=args.seed).generate(args.candidates)
+        with cands_path.open("w") as fh:
+            for c in cands:
+                c.meta["snapshot_fingerprint"] = fingerprint
+                fh.write(json.dumps(c.to_record(), default=str) + "\n")
+        print(f"graph: academic, scale {args.nodes}; {len(cands)} candidates (this tree's template quizzer)")
+        walls: dict[str, list[float]] = {name: [] for name in trees}
+        statuses: dict[str, list[str]] = {}
+        for _ in range(args.reps):
+            for name, tree in trees.items():
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                out = subprocess.run([sys.executable, "-c", _TIMED, str(db), str(cands_path)], env=env, cwd=tree,
+                                     capture_output=True, text=True, check=True)
+                got = json.loads(out.stdout.strip().splitlines()[-1])
+                walls[name].append(got["wall"])
+                statuses[name] = got["statuses"]
+    n = len(cands)
+    print(f"{'':<12}{'median s':>10}{'cand/s':>10}   statuses")
+    for name in trees:
+        m = statistics.median(walls[name])
+        counts = {s: statuses[name].count(s) for s in ("strict", "partial", "hard_failure")}
+        print(f"{name:<12}{m:>10.3f}{n / m:>10.1f}   {counts}   runs {[round(w, 3) for w in walls[name]]}")
+    ratio = statistics.median(walls["baseline"]) / statistics.median(walls["this tree"])
+    print(f"throughput, this tree / baseline: {ratio:.3f}x")
 
 
 if __name__ == "__main__":

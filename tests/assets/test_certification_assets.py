@@ -83,10 +83,14 @@ def test_certified_dataset_with_green_checks(tmp_path: Path) -> None:
     assert funnel["admitted"] == len(admitted) and funnel["judge:skipped"] == funnel["strict"] + funnel["partial"]
     assert "admitted" in meta["funnel_chart"].value and meta["leakage_rate"].value == len(leaked) / 16
     faults = [r.data for r in meta["certifier_accuracy"].value.records]
-    assert len(faults) == 11 and all(f["recall"] == 1.0 for f in faults if f["injected"])
+    from components.certify.faults import FAULTS
+
+    assert {f["fault"] for f in faults} == set(FAULTS) and len(FAULTS) == 17
+    assert all(f["recall"] == 1.0 and f["reason_recall"] == 1.0 for f in faults if f["injected"])
+    assert {f["outcome"] for f in faults} == {"hard_failure", "partial", "strict"}
     assert meta["certifier_accuracy_passed"].value is True
-    for r in admitted:  # the admitted subset carries its evidence structure
-        assert r["status"] in ("strict", "partial") and r["verdict"] == "skipped"
+    for r in admitted:  # the admitted subset carries its evidence structure; judge off: strict only
+        assert r["status"] == "strict" and r["verdict"] == "skipped"
         features = json.loads(r["evidence_features_json"])
         assert len(features) == len(json.loads(r["evidence_json"])) and all(f["ok"] for f in features)
     rec = Catalog(tmp_path / "run" / "catalog.duckdb").latest("certified_dataset", "lab")

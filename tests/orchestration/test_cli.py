@@ -160,6 +160,42 @@ def test_certify_candidates_from_the_quiz_cli(academic_db: Path, tmp_path: Path,
     assert code == 1 and out[-1]["ok"] is False and out[-1]["line"] == 6
 
 
+def test_certify_admits_by_the_one_rule(academic_db: Path, tmp_path: Path, capsys) -> None:
+    """``graphdojo certify`` admits as the asset does: with the judge off only strict items unless
+    --admit-partial-without-judge; leaked items never (the leakage filter runs with
+    --eval-questions); a missing file is one documented error line."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+    from components.quizzer.external import candidate_from_program
+
+    cands = tmp_path / "cands.jsonl"
+    assert main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "3", "--out", str(cands), "--seed", "2"]) == 0
+    with LadybugBackend(academic_db) as b:
+        qp = ReadOnlyQueryPath(b, schema=b.schema())
+        # a valid answer picked out of a listing by Python: partial (selected_from_broader_evidence)
+        program = ("import json\nr = cypher('MATCH (v:Venue) RETURN v.name AS name ORDER BY name')\n"
+                   "answer = [row[0] for row in r.rows][1]\nmark_evidence(r)\nprint(json.dumps(answer))\n")
+        partial = candidate_from_program(qp, b.schema(), "ext-partial", "Which venue comes second by name?",
+                                         "entity", program)
+    with cands.open("a") as fh:
+        fh.write(json.dumps(partial.to_record()) + "\n")
+    capsys.readouterr()
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands))
+    assert code == 0 and out[-1]["status"] == "partial" and out[-1]["reasons"] == ["selected_from_broader_evidence"]
+    assert [o["admitted"] for o in out] == [o["status"] == "strict" for o in out] and not out[-1]["admitted"]
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands),
+                        "--admit-partial-without-judge")
+    assert out[-1]["admitted"] is True
+    first = json.loads(cands.read_text().splitlines()[0])
+    entity = json.loads(first["start_node_json"])["id"]
+    ev = tmp_path / "eval.jsonl"
+    ev.write_text(json.dumps({"qid": "e1", "question": "held out", "answer": "x", "entities": [entity]}) + "\n")
+    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--eval-questions", str(ev))
+    assert out[0]["leaked"] is True and out[0]["admitted"] is False
+    code, out, err = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(tmp_path / "none.jsonl"))
+    assert code == 1 and out == [] and json.loads(err)["error"]["code"] == "file_not_found"
+
+
 def test_certify_with_the_judge_on_a_tiny_model(academic_db: Path, tmp_path: Path, capsys) -> None:
     from components.llm.models import tiny_random_model
 

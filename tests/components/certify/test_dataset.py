@@ -78,7 +78,7 @@ def test_funnel_counts_add_up_and_render(demo) -> None:
     assert d["candidates"] == len(rows) == d["hard_failure"] + d["strict"] + d["partial"]
     assert d["hard_failure"] == sum(v for k, v in d.items() if k.startswith("hard_failure:"))
     assert d["judge:skipped"] == d["strict"] + d["partial"] and "judge:accept" not in d
-    assert d["admitted"] == d["judge:skipped"] - d["leakage_dropped"]
+    assert d["admitted"] == d["judge:skipped"] - d["leakage_dropped"] - d["judge_off:partial_held_back"]
     rates = funnel_rates(rows)
     assert set(rates) == set(FUNNEL_RATES) and all(0.0 <= v <= 1.0 for v in rates.values())
     assert rates["admitted_rate"] == d["admitted"] / len(rows)
@@ -94,6 +94,22 @@ def test_judged_funnel_lists_every_verdict() -> None:
     d = dict(funnel(rows))
     assert (d["judge:accept"], d["judge:reject"], d["judge:uncertain"]) == (2, 1, 1)
     assert d["hard_failure:direction_error"] == 1 and d["admitted"] == 2
+
+
+def test_the_admission_rule_and_the_funnel_it_shows() -> None:
+    from components.certify.dataset import admit
+
+    off, opt_in, on = CertifyConfig(), CertifyConfig(admit_partial_without_judge=True), CertifyConfig(judge="on")
+    assert [admit(s, "skipped", False, off) for s in ("strict", "partial", "hard_failure")] == [True, False, False]
+    assert [admit(s, "skipped", False, opt_in) for s in ("strict", "partial", "hard_failure")] == [True, True, False]
+    assert [admit("partial", v, False, on) for v in ("accept", "reject", "uncertain")] == [True, False, False]
+    assert not admit("strict", "skipped", True, off) and not admit("strict", "accept", True, on)
+    rows = [{"status": st, "reasons": [], "verdict": "skipped", "leaked": lk, "admitted": admit(st, "skipped", lk, off)}
+            for st, lk in (("strict", False), ("partial", False), ("partial", True), ("strict", True))]
+    d = dict(funnel(rows))
+    assert (d["judge_off:partial_held_back"], d["leakage_dropped"], d["admitted"]) == (1, 2, 1)
+    with pytest.raises(ValueError, match="admit_partial_without_judge"):
+        CertifyConfig(admit_partial_without_judge="yes")
 
 
 def test_accuracy_report_meets_the_thresholds(demo) -> None:
