@@ -88,11 +88,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from components.certify.dataflow import answer_flow
-from components.certify.grounding import cut_state, directness, perturbation_changes
+from components.certify.grounding import cut_state, directness, perturbation_changes, probe_query
 from components.cypher.compat import to_ladybug, to_neo4j
 from components.cypher.features import derive
 from components.cypher.safety import check_read_only
 from components.cypher.schema_check import check_schema, used_triples
+from components.graph.backend import QueryResult
 from components.graph.errors import (
     DialectError,
     GraphError,
@@ -405,10 +406,12 @@ def check_reexecution(
     evidence = _evidence(candidate)
     for item in evidence:
         rid, query = item.get("id"), item["query"]
-        try:
-            res = query_path.run(query, dict(item.get("params") or {}), limit=MAX_ROWS)
-        except GraphError as exc:
-            return _fail(name, "execution_failure", f"evidence {rid}: {exc.code}: {exc}")
+        res = _via_probe(item, query_path, results)
+        if res is None:
+            try:
+                res = query_path.run(query, dict(item.get("params") or {}), limit=MAX_ROWS)
+            except GraphError as exc:
+                return _fail(name, "execution_failure", f"evidence {rid}: {exc.code}: {exc}")
         if results is not None:
             results[replay_key(query, item.get("params"), MAX_ROWS)] = res
         if list(res.columns) != list(item["columns"]):
@@ -420,6 +423,34 @@ def check_reexecution(
         if bool(res.truncated) != bool(item["truncated"]):
             return _fail(name, "result_mismatch", f"evidence {rid}: truncation {res.truncated} now, {item['truncated']} claimed")
     return _pass(name, f"{len(evidence)} query(ies) reproduced")
+
+
+def _via_probe(item: Mapping[str, Any], query_path: Any, results: dict | None) -> Any:
+    """Re-execute a query with a ``LIMIT`` / ``SKIP`` cut through its tie-check probe
+    (:func:`~components.certify.grounding.probe_query`): one execution gives both the result —
+    the probe's rows at the cut, when they reproduce the claimed hash — and the rows beyond the cut
+    that check 4 needs to judge it. ``None``: re-execute the query itself."""
+    params = dict(item.get("params") or {})
+    probe = probe_query(item["query"], params)
+    if probe is None or probe[1] > MAX_ROWS or item.get("truncated"):
+        return None
+    text, fetch, skip, limit, width = probe
+    try:
+        wide = query_path.run(text, params, limit=fetch)
+    except GraphError:
+        return None
+    rows = tuple(tuple(r[:width]) for r in wide.rows[skip: None if limit is None else skip + limit])
+    res = QueryResult(tuple(wide.columns[:width]), rows, False)
+    if list(res.columns) != list(item.get("columns") or []) \
+            or result_hash(res.columns, rows, query_orders(item["query"])) != item.get("result_hash"):
+        return None  # not reproduced through the probe (a tie the engine broke otherwise): run the query
+    if results is not None:
+        results[probe_key(item["query"], params)] = wide.rows
+    return res
+
+
+def probe_key(query: str, params: Mapping[str, Any] | None) -> tuple[str, str, str]:
+    return ("probe", query, canonical_json(dict(params or {})))
 
 
 def replay_key(query: str, params: Mapping[str, Any] | None, limit: int | None) -> tuple[str, str, int]:
@@ -437,6 +468,10 @@ class ReplayQueryPath:
         self.inner, self.results, self.lock = inner, results, lock
         self.replayed = self.forwarded = 0
         self.forwarded_queries: list[str] = []  # what the program read beyond its evidence
+
+    def probe_rows(self, query: str, params: Mapping[str, Any] | None) -> Any:
+        """The rows of ``query``'s tie-check probe when check 3 re-executed it through the probe."""
+        return self.results.get(probe_key(query, params))
 
     def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None) -> Any:
         hit = self.results.get(replay_key(query, params, limit))
@@ -540,7 +575,9 @@ def check_grounding(
         notes.append("multi_query_composition")
     if any(not derive(e["query"], schema).ok for e in recomputed):
         notes.append("derivation_unsupported")
-    cuts = [cut_state(t.query, t.params, t.rows, query_path) for t in run.evidence]
+    probes = getattr(query_path, "probe_rows", None)
+    cuts = [cut_state(t.query, t.params, t.rows, query_path, probes(t.query, t.params) if probes else None)
+            for t in run.evidence]
     emptiness_only = answer_type == "boolean" and flow.emptiness
     if not emptiness_only and any(not c.exact for c in cuts):
         notes.append("arbitrary_subset")

@@ -43,9 +43,10 @@ from the evidence: ``hard_coded_answer``. Failing under a perturbation is no evi
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from cypherast import ast as a
@@ -58,8 +59,8 @@ from components.graph.values import canonical_json
 from components.quizzer.answers import AnswerParseError, answers_agree, normalise_member, parse_printed
 from components.tools.cells import pair_columns, row_pairs
 
-__all__ = ["CUT_STATES", "PERTURBATIONS", "Cut", "PerturbedQueryPath", "cut_state", "directness",
-           "perturbation_changes"]
+__all__ = ["CUT_STATES", "PERTURBATIONS", "Cut", "CutPlan", "PerturbedQueryPath", "cut_plan", "cut_state",
+           "directness", "perturbation_changes", "probe_query"]
 
 CUT_STATES: Final = ("complete", "top", "arbitrary", "unverifiable")
 PERTURBATIONS: Final = ("values", "drop_first", "empty")
@@ -133,92 +134,120 @@ def _aggregates(nodes: Sequence[Any]) -> bool:
     return False
 
 
-def cut_state(query: str, params: Mapping[str, Any], rows: Sequence[Sequence[Any]], query_path: Any) -> Cut:
-    """How the rows of ``query`` were chosen (see the module docstring); may run one more query
-    (the tie check) on ``query_path``."""
+@dataclass
+class CutPlan:
+    """What a query's text says about its cut (computed once per text, :func:`cut_plan`):
+    ``fixed`` is the :class:`Cut` when no probe can change it (no cut, or one that cannot be
+    checked); otherwise the *probe* — the query with ``SKIP 0``, ``LIMIT skip + limit + 1`` and its
+    unprojected sort keys as extra columns — is rendered on demand."""
+
+    fixed: Cut | None
+    ret: Any = None
+    tree: Any = None
+    width: int = 0
+    key_positions: tuple[int, ...] = ()
+    extra: tuple[Any, ...] = ()
+    _texts: dict[int, str] = field(default_factory=dict)
+
+    def bounds(self, params: Mapping[str, Any]) -> tuple[int, int | None] | None:
+        """``(skip, limit)`` with the parameters; ``None`` when one is not an integer."""
+        limit = None if self.ret.limit is None else _int_value(self.ret.limit, params)
+        skip = _int_value(self.ret.skip, params)
+        if skip is None or (self.ret.limit is not None and limit is None):
+            return None
+        return skip, limit
+
+    def probe(self, fetch: int) -> str:
+        if fetch not in self._texts:
+            copy = self.tree.copy()
+            r = copy.this.clauses[-1]
+            r.skip = None
+            r.limit = a.Limit(this=a.Integer(this=fetch))
+            r.expressions = list(r.expressions) + [a.Alias(this=e.copy(), alias=a.Identifier(this=f"__gd_key{i}"))
+                                                   for i, e in enumerate(self.extra)]
+            self._texts[fetch] = render(copy)
+        return self._texts[fetch]
+
+
+@functools.lru_cache(maxsize=4096)
+def cut_plan(query: str) -> CutPlan:
     try:
         tree = parse_query(query).tree
     except GraphError as exc:
-        return Cut("unverifiable", f"the query does not parse: {exc}")
+        return CutPlan(Cut("unverifiable", f"the query does not parse: {exc}"))
     cuts = [n for n in iter_nodes(tree) if isinstance(n, (a.Limit, a.Skip))]
     if not cuts:
-        return Cut("complete")
+        return CutPlan(Cut("complete"))
     top = tree.this
     ret = top.clauses[-1] if isinstance(top, a.Query) and top.clauses else None
     if not isinstance(ret, a.Return) or any(c is not ret.limit and c is not ret.skip for c in cuts):
-        return Cut("unverifiable", "a LIMIT / SKIP inside the query (a WITH, a subquery or a UNION part)")
-    limit = None if ret.limit is None else _int_value(ret.limit, params)
-    skip = _int_value(ret.skip, params)
-    if skip is None or (ret.limit is not None and limit is None):
-        return Cut("unverifiable", "LIMIT / SKIP is not an integer")
-    if skip == 0 and limit is not None and len(rows) < limit:
-        return Cut("complete", f"LIMIT {limit} cuts nothing ({len(rows)} rows)")
+        return CutPlan(Cut("unverifiable", "a LIMIT / SKIP inside the query (a WITH, a subquery or a UNION part)"))
+    width = len(ret.expressions or [])
     if ret.order is None:
-        if skip:
-            return Cut("arbitrary", f"SKIP {skip} without ORDER BY")
-        return _unordered_limit(tree, ret, params, limit, query_path)
-    return _ordered_cut(tree, ret, params, skip, limit, query_path)
-
-
-def _retry(tree: a.Cypher, params: Mapping[str, Any], query_path: Any, edit: Any, fetch: int) -> list[Any] | None:
-    copy = tree.copy()
-    edit(copy.this.clauses[-1])
-    try:
-        return [list(r) for r in query_path.run(render(copy), dict(params), limit=fetch).rows]
-    except GraphError:
-        return None
-
-
-def _unordered_limit(tree: a.Cypher, ret: a.Return, params: Mapping[str, Any], limit: int | None,
-                     query_path: Any) -> Cut:
-    """``LIMIT k`` without ORDER BY: complete if the engine has no row beyond k, else arbitrary."""
-    def edit(r: a.Return) -> None:
-        r.limit = a.Limit(this=a.Integer(this=limit + 1))
-
-    more = _retry(tree, params, query_path, edit, (limit or 0) + 1)
-    if more is None:
-        return Cut("unverifiable", "the cut could not be re-checked")
-    if len(more) <= (limit or 0):
-        return Cut("complete", f"LIMIT {limit} cuts nothing")
-    return Cut("arbitrary", f"LIMIT {limit} without ORDER BY picks an arbitrary subset")
-
-
-def _ordered_cut(tree: a.Cypher, ret: a.Return, params: Mapping[str, Any], skip: int, limit: int | None,
-                 query_path: Any) -> Cut:
+        return CutPlan(None, ret, tree, width)
     mapped = _sort_columns(ret)
     if mapped is None:
-        return Cut("unverifiable", "RETURN * with a cut")
+        return CutPlan(Cut("unverifiable", "RETURN * with a cut"))
     cols, extra = mapped
     if extra and (ret.distinct or _aggregates(ret.expressions)):
-        return Cut("unverifiable", "a sort key outside a DISTINCT / aggregating RETURN")
-    width = len(ret.expressions)
-    end = None if limit is None else skip + limit
-    fetch = (end if end is not None else skip) + 1
-
-    def edit(r: a.Return) -> None:
-        r.skip = None
-        r.limit = a.Limit(this=a.Integer(this=fetch))
-        r.expressions = list(r.expressions) + [a.Alias(this=e.copy(), alias=a.Identifier(this=f"__gd_key{i}"))
-                                               for i, e in enumerate(extra)]
-
-    rows = _retry(tree, params, query_path, edit, fetch)
-    if rows is None:
-        return Cut("unverifiable", "the cut could not be re-checked")
+        return CutPlan(Cut("unverifiable", "a sort key outside a DISTINCT / aggregating RETURN"))
     positions, extra_i = [], 0
     for j in cols:
-        if j is None:
-            positions.append(width + extra_i)
-            extra_i += 1
-        else:
-            positions.append(j)
+        positions.append(width + extra_i if j is None else j)
+        extra_i += j is None
+    return CutPlan(None, ret, tree, width, tuple(positions), tuple(extra))
+
+
+def probe_query(query: str, params: Mapping[str, Any]) -> tuple[str, int, int, int | None, int] | None:
+    """The tie-check probe of ``query``: ``(text, fetch, skip, limit, width)``, or ``None`` when the
+    query has no checkable cut. Its first ``width`` columns, rows ``skip .. skip + limit``, are
+    what ``query`` returns when the cut is deterministic (check 3 uses that to re-execute once)."""
+    plan = cut_plan(query)
+    bounds = None if plan.fixed is not None else plan.bounds(params)
+    if bounds is None:
+        return None
+    skip, limit = bounds
+    if plan.ret.order is None and skip:
+        return None  # SKIP without ORDER BY: arbitrary whatever the probe says
+    fetch = (skip + limit if limit is not None else skip) + 1
+    return plan.probe(fetch), fetch, skip, limit, plan.width
+
+
+def cut_state(query: str, params: Mapping[str, Any], rows: Sequence[Sequence[Any]], query_path: Any,
+              probe_rows: Sequence[Sequence[Any]] | None = None) -> Cut:
+    """How the rows of ``query`` were chosen (see the module docstring). Runs the probe on
+    ``query_path`` unless ``probe_rows`` (its rows, from check 3) are given."""
+    plan = cut_plan(query)
+    if plan.fixed is not None:
+        return plan.fixed
+    bounds = plan.bounds(params)
+    if bounds is None:
+        return Cut("unverifiable", "LIMIT / SKIP is not an integer")
+    skip, limit = bounds
+    if skip == 0 and limit is not None and len(rows) < limit:
+        return Cut("complete", f"LIMIT {limit} cuts nothing ({len(rows)} rows)")
+    if plan.ret.order is None and skip:
+        return Cut("arbitrary", f"SKIP {skip} without ORDER BY")
+    if probe_rows is None:
+        probe = probe_query(query, params)
+        try:
+            probe_rows = query_path.run(probe[0], dict(params), limit=probe[1]).rows  # type: ignore[index]
+        except GraphError:
+            return Cut("unverifiable", "the cut could not be re-checked")
+    wide = [list(r) for r in probe_rows]
+    end = None if limit is None else skip + limit
+    if plan.ret.order is None:
+        if len(wide) <= (limit or 0):
+            return Cut("complete", f"LIMIT {limit} cuts nothing")
+        return Cut("arbitrary", f"LIMIT {limit} without ORDER BY picks an arbitrary subset")
 
     def key(i: int) -> str:
-        return canonical_json([rows[i][p] for p in positions])
+        return canonical_json([wide[i][p] for p in plan.key_positions])
 
     for boundary in (skip, end):
-        if boundary and 0 < boundary < len(rows) and key(boundary - 1) == key(boundary):
+        if boundary and 0 < boundary < len(wide) and key(boundary - 1) == key(boundary):
             return Cut("arbitrary", f"a tie in the ORDER BY keys at the cut (rows {boundary} and {boundary + 1})")
-    if end is not None and len(rows) <= end and not skip:
+    if end is not None and len(wide) <= end and not skip:
         return Cut("complete", "the cut cuts nothing")
     return Cut("top", "ORDER BY … LIMIT with no tie at the cut")
 
