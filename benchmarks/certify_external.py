@@ -25,15 +25,7 @@ def _harness():
     return module
 
 
-def _matches(expect: str, cert) -> bool:
-    status, _, reason = expect.partition(":")
-    if status != cert.status:
-        return False
-    return not reason or (reason in cert.reasons if status == "partial" else cert.reasons == [reason])
-
-
 def main() -> None:
-    from components.certify import certify_many
     from components.cypher.query_path import ReadOnlyQueryPath
     from components.graph.ladybug import LadybugBackend
     from components.graph.load import load_graph
@@ -46,39 +38,24 @@ def main() -> None:
         stats = load_graph(read_source("cypher-script", str(h.GRAPH)), db)
         with LadybugBackend(db) as backend, SandboxServer() as server:
             schema, fp = backend.schema(), backend.fingerprint()
-            qp = ReadOnlyQueryPath(backend, schema=schema)
             t0 = time.perf_counter()
-            valid = h.valid_cases(qp, schema, server)
-            faults = h.fault_cases(qp, schema, valid, server)
-            made = time.perf_counter() - t0
-            cases = [c for c in valid + faults if c.candidate.ok]
-            for c in cases:
-                c.candidate.meta["snapshot_fingerprint"] = fp
-            t0 = time.perf_counter()
-            certs = certify_many([c.candidate for c in cases], schema=schema, query_path=qp, current_fingerprint=fp)
+            valid, faults, rows = h.certify_cases(ReadOnlyQueryPath(backend, schema=schema), schema, fp, server)
             took = time.perf_counter() - t0
     questions = len({c.question.id for c in valid})
     print(f"graph: {stats.nodes} nodes, {stats.relationships} relationships; {questions} questions, "
           f"{len(valid)} valid candidates ({Counter(c.style for c in valid)}), {len(faults)} fault variants; "
-          f"made in {made:.1f} s, certified in {took:.1f} s")
-    rows = list(zip(cases, certs, strict=True))
+          f"made and certified in {took:.1f} s")
     ok_valid = [(c, cert) for c, cert in rows if c.kind == "valid"]
     rejected = sum(cert.status == "hard_failure" for _, cert in ok_valid)
-    as_stated = sum(_matches(c.expect, cert) for c, cert in ok_valid)
+    as_stated = sum(h.matches(c.expect, cert) for c, cert in ok_valid)
     got = Counter(cert.status if cert.status == "strict" else f"{cert.status}:{','.join(cert.reasons)}"
                   for _, cert in ok_valid)
     print(f"valid: {len(ok_valid)}; rejected {rejected} ({rejected / len(ok_valid):.1%}); "
           f"status as the question file states: {as_stated}/{len(ok_valid)}; {dict(got)}")
-    print(f"| fault kind | expected outcome | injected | expected outcome got | strict |")
+    print("| fault kind | expected outcome | injected | expected outcome got | strict |")
     print("|---|---|---|---|---|")
-    by_kind: dict[str, list] = {}
-    for c, cert in rows:
-        if c.kind != "valid":
-            by_kind.setdefault(c.kind, []).append((c, cert))
-    for kind, items in sorted(by_kind.items()):
-        caught = sum(_matches(c.expect, cert) for c, cert in items)
-        strict = sum(cert.status == "strict" for _, cert in items)
-        print(f"| {kind} | {items[0][0].expect} | {len(items)} | {caught} | {strict} |")
+    for row in h.fault_table(rows):
+        print(f"| {row['kind']} | {row['expect']} | {row['injected']} | {row['caught']} | {row['strict']} |")
 
 
 if __name__ == "__main__":

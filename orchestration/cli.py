@@ -21,8 +21,13 @@ from components.llm.base import LLMError
 __all__ = ["main"]
 
 
+#: characters that JSON leaves unescaped but line readers (``str.splitlines``) treat as line ends
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _emit(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str) + "\n")
+    """One JSON object on one line, whatever its strings hold."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str).translate(_LINE_BREAKS) + "\n")
     sys.stdout.flush()
 
 

@@ -45,43 +45,49 @@ full set, an exact count or value) → ``truncation_misuse``.
 ``snapshot_drift`` (nothing is re-run). Every evidence query is run again with its parameters and
 ``limit=MAX_ROWS`` (200); an error → ``execution_failure``; a different column list, normalised
 result hash (ordered vs multiset as :func:`result_hash` decides) or truncation flag →
-``result_mismatch``.
+``result_mismatch``. A query with a ``LIMIT`` / ``SKIP`` cut is re-executed through its
+tie-check probe (:func:`~components.certify.grounding.probe_query`) when the probe's rows at the
+cut reproduce the claimed result — one execution for the result and for check 4's tie check.
 
-**4. Grounding and completeness.** The stated answer (``answer_value``, else ``answer``) must
-parse as the answer type, and ``answer`` must agree with ``answer_value``
-(``answer_evidence_mismatch``). The final program is re-run in a fresh sandbox
-(:func:`~components.quizzer.final.run_final_program`, same episode id so ids are reproduced; the
-certifier hands it a :class:`ReplayQueryPath`, so the evidence queries check 3 has just
-re-executed are answered from those fresh results rather than run a second time):
-a failing program → ``execution_failure`` (``no_evidence``: ``incomplete_evidence``); its printed
-answer must parse and agree with the stated one after type-specific normalisation
-(:func:`~components.quizzer.final.answers_agree`) → ``answer_evidence_mismatch``. The evidence
-it marks, compared as ``(query, params, result hash)``: submitted but not marked → ``forged_evidence``; marked but
-not submitted → ``incomplete_evidence``. A truncated recomputed
-result under a set / number answer → ``truncation_misuse``. Sufficiency of the marked evidence:
+**4. Grounding and completeness** (the rules, with examples, in ``docs/certification.md``). The
+stated answer (``answer_value`` — authoritative — else ``answer``) must parse as the answer
+type; a display ``answer`` that says something else than the value → ``answer_evidence_mismatch``
+(it is compared, never split apart). The final program re-runs in a fresh sandbox
+(:func:`~components.quizzer.final.run_final_program`, same episode id so ids are reproduced, on a
+:class:`ReplayQueryPath` that answers its evidence queries from check 3's fresh results): a
+failing program → ``execution_failure`` (``no_evidence``: ``incomplete_evidence``); its printed
+answer must agree with the stated one after type-specific normalisation →
+``answer_evidence_mismatch``; the evidence it marks, compared as ``(query, params, result
+hash)``: submitted but not marked → ``forged_evidence``, marked but not submitted →
+``incomplete_evidence``. Then:
 
-* entity — the answer occurs as a cell of an evidence row, else ``incomplete_evidence``;
-* set — every member occurs as a cell, else ``incomplete_evidence``; *complete* when some column's
-  distinct non-null values (list cells flattened) are exactly the answer set;
-* number — *direct* when the number occurs as a cell (a count, a property);
-* boolean — *direct* when a boolean cell of that value occurs.
+* the answer must come from the evidence: the static data flow of the program
+  (:mod:`components.certify.dataflow`) finds no ``cypher()`` result reaching the printed value →
+  ``hard_coded_answer``; where it is inconclusive, a replay on perturbed rows
+  (:func:`~components.certify.grounding.perturbation_changes`) that never changes the answer →
+  ``hard_coded_answer``;
+* a truncated result under a set / number answer → ``truncation_misuse``;
+* an entity, and every member of a set, must occur in the evidence (node / relationship / path
+  cells read as their properties, internal keys never; :mod:`components.tools.cells`) →
+  ``incomplete_evidence``;
+* **direct grounding** (:func:`~components.certify.grounding.directness`) decides strict: the
+  answer is a cell of a single-row result, the complete column of a complete result or a single
+  ``collect()`` cell, the row count of a complete result of distinct rows, or the emptiness test
+  of a result — read off by a program that only moves values.
 
-What cannot be proven statically makes the check ``undetermined`` (→ a *partial* candidate),
-with these sub-reasons (:data:`UNDETERMINED`): ``multi_query_composition`` (the program ran or
-marked more than one query: Python combines results), ``derived_value`` (a number / boolean
-computed from the rows — a difference, a comparison, a rounding — not a cell), ``set_completeness``
-(all members are in the evidence but no column equals the set: Python filtered or ranked it),
-``derivation_unsupported`` (the Cypher deriver cannot read a query, so its structure — DISTINCT,
-filters, shared variables — is not statically known), ``truncated_observation`` (an entity or
-boolean answer read off a truncated result). Not attempted: proving that a Python computation
-over the rows is *correct* (only that it reproduces the stated answer on the live graph), and the
-shared-variable ambiguity analysis (the deriver's ties are not inspected).
+What holds but is not direct makes the check ``undetermined`` (→ a *partial* candidate) with
+these sub-reasons (:data:`UNDETERMINED`): ``multi_query_composition``,
+``selected_from_broader_evidence``, ``derived_value``, ``counted_duplicate_rows``,
+``arbitrary_subset`` (a cut the ``ORDER BY`` does not decide:
+:func:`~components.certify.grounding.cut_state`), ``derivation_unsupported``,
+``truncated_observation``. Not attempted: proving that a Python computation over the rows is
+*correct* (only that it reproduces the stated answer on the live graph), and the shared-variable
+ambiguity analysis (the deriver's ties are not inspected).
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -494,9 +500,14 @@ class ReplayQueryPath:
 # ---------------------------------------------------------------------------------------------
 
 
+class _DisplayMismatch(ValueError):
+    """The display text (``answer``) says something else than the typed value."""
+
+
 def _stated(candidate: Any) -> Any:
     """The stated answer: ``answer_value`` when present (authoritative; the display is then
-    checked against it without being split apart), else ``answer`` parsed."""
+    checked against it without being split apart), else ``answer`` parsed. Raises
+    :class:`AnswerParseError` or :class:`_DisplayMismatch`."""
     answer_type = candidate.answer_type
     if candidate.answer_value is None:
         return parse_answer(candidate.answer, answer_type)
@@ -509,7 +520,7 @@ def _stated(candidate: Any) -> Any:
         except AnswerParseError:
             agree = False
         if not agree:
-            raise AnswerParseError("answer and answer_value disagree")
+            raise _DisplayMismatch("answer and answer_value disagree")
     return stated
 
 
@@ -528,9 +539,10 @@ def check_grounding(
     answer_type = candidate.answer_type
     try:
         stated = _stated(candidate)
+    except _DisplayMismatch as exc:
+        return _fail(name, "answer_evidence_mismatch", str(exc))
     except AnswerParseError as exc:
-        detail = str(exc) if "disagree" in str(exc) else f"the stated answer does not parse as {answer_type}: {exc}"
-        return _fail(name, "answer_evidence_mismatch", detail)
+        return _fail(name, "answer_evidence_mismatch", f"the stated answer does not parse as {answer_type}: {exc}")
 
     episode = _episode_of(candidate)
     run = run_final_program(query_path, schema, candidate.final_program, limits=limits, episode_id=episode,

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from components.certify import certify_many
 from components.cypher.query_path import ReadOnlyQueryPath
 from components.graph.ladybug import LadybugBackend
 from components.graph.load import load_graph
@@ -37,26 +36,12 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory):
     load_graph(read_source("cypher-script", str(h.GRAPH)), db)
     with LadybugBackend(db) as backend, SandboxServer() as server:
         schema, fingerprint = backend.schema(), backend.fingerprint()
-        qp = ReadOnlyQueryPath(backend, schema=schema)
-        valid = h.valid_cases(qp, schema, server)
-        faults = h.fault_cases(qp, schema, valid, server)
-        cases = [c for c in valid + faults if c.candidate.ok]
-        for c in cases:
-            c.candidate.meta["snapshot_fingerprint"] = fingerprint
-        certs = certify_many([c.candidate for c in cases], schema=schema, query_path=qp,
-                             current_fingerprint=fingerprint)
-        yield h, schema, valid, faults, list(zip(cases, certs, strict=True))
+        valid, faults, results = h.certify_cases(ReadOnlyQueryPath(backend, schema=schema), schema, fingerprint, server)
+        yield h, schema, valid, faults, results
 
 
 def _got(cert) -> str:
     return "strict" if cert.status == "strict" else f"{cert.status}:{','.join(cert.reasons)}"
-
-
-def _matches(expect: str, cert) -> bool:
-    status, _, reason = expect.partition(":")
-    if status != cert.status:
-        return False
-    return not reason or (reason in cert.reasons if status == "partial" else cert.reasons == [reason])
 
 
 def test_the_set_is_what_it_claims(outcomes) -> None:
@@ -75,29 +60,23 @@ def test_the_set_is_what_it_claims(outcomes) -> None:
 
 
 def test_valid_candidates_are_not_rejected(outcomes) -> None:
-    *_, results = outcomes
+    h, *_, results = outcomes
     valid = [(c, cert) for c, cert in results if c.kind == "valid"]
     rejected = [(c.question.id, c.style, cert.reasons) for c, cert in valid if cert.status == "hard_failure"]
     print(f"\nvalid: {len(valid)}, rejected {len(rejected)} ({len(rejected) / len(valid):.1%}), "
           f"{dict(Counter(_got(cert) for _, cert in valid))}")
     assert len(rejected) <= 0.02 * len(valid), rejected
     # and each gets the status the question file states (strict unless a reason is named)
-    wrong = [(c.question.id, c.style, c.expect, _got(cert)) for c, cert in valid if not _matches(c.expect, cert)]
+    wrong = [(c.question.id, c.style, c.expect, _got(cert)) for c, cert in valid if not h.matches(c.expect, cert)]
     assert not wrong, wrong
 
 
 def test_every_fault_variant_gets_its_expected_outcome(outcomes) -> None:
-    *_, results = outcomes
-    by_kind: dict[str, list] = {}
-    for c, cert in results:
-        if c.kind != "valid":
-            by_kind.setdefault(c.kind, []).append((c, cert))
-    for kind, items in sorted(by_kind.items()):
-        caught = sum(_matches(c.expect, cert) for c, cert in items)
-        strict = sum(cert.status == "strict" for _, cert in items)
-        print(f"{kind:18} {items[0][0].expect:42} injected {len(items):3}  caught {caught:3}  strict {strict}")
-        assert caught == len(items), [(c.question.id, _got(cert)) for c, cert in items if not _matches(c.expect, cert)]
-        assert strict == 0
+    h, *_, results = outcomes
+    for row in h.fault_table(results):
+        print(f"{row['kind']:18} {row['expect']:42} injected {row['injected']:3}  caught {row['caught']:3}  "
+              f"strict {row['strict']}")
+        assert row["caught"] == row["injected"] and row["strict"] == 0, row["misses"]
 
 
 def test_a_comma_bearing_one_member_set_round_trips(outcomes) -> None:

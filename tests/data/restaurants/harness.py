@@ -225,3 +225,39 @@ def _broad_cases(valid: list[Case], add: Any) -> None:
         prog = f"import json\nr = cypher({query!r})\nanswer = {expr}\nmark_evidence(r)\nprint(json.dumps(answer))\n"
         add(q, "broad_count" if q.answer_type == "number" else "broad_listing",
             "partial:selected_from_broader_evidence", prog)
+
+
+def matches(expect: str, cert: Any) -> bool:
+    """Whether a certificate is the outcome ``expect`` names (``strict``, ``partial:<reason>`` —
+    the reason among its reasons — or ``hard_failure:<reason>``, its only reason)."""
+    status, _, reason = expect.partition(":")
+    if status != cert.status:
+        return False
+    return not reason or (reason in cert.reasons if status == "partial" else cert.reasons == [reason])
+
+
+def certify_cases(qp: Any, schema: Any, fingerprint: str, server: Any = None) -> tuple[list[Case], list[Case], list]:
+    """Every valid case and fault variant, certified: ``(valid, faults, [(case, certificate)])``
+    (cases whose program did not run are left out of the last list)."""
+    from components.certify import certify_many
+
+    valid = valid_cases(qp, schema, server)
+    faults = fault_cases(qp, schema, valid, server)
+    cases = [c for c in valid + faults if c.candidate.ok]
+    for c in cases:
+        c.candidate.meta["snapshot_fingerprint"] = fingerprint
+    certs = certify_many([c.candidate for c in cases], schema=schema, query_path=qp, current_fingerprint=fingerprint)
+    return valid, faults, list(zip(cases, certs, strict=True))
+
+
+def fault_table(results: list) -> list[dict[str, Any]]:
+    """Per fault kind: expected outcome, injected, how many got it, how many were strict."""
+    by_kind: dict[str, list] = {}
+    for c, cert in results:
+        if c.kind != "valid":
+            by_kind.setdefault(c.kind, []).append((c, cert))
+    return [{"kind": kind, "expect": items[0][0].expect, "injected": len(items),
+             "caught": sum(matches(c.expect, cert) for c, cert in items),
+             "strict": sum(cert.status == "strict" for _, cert in items),
+             "misses": [(c.question.id, cert.status, cert.reasons) for c, cert in items if not matches(c.expect, cert)]}
+            for kind, items in sorted(by_kind.items())]
