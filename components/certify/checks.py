@@ -479,7 +479,8 @@ class ReplayQueryPath:
         """The rows of ``query``'s tie-check probe when check 3 re-executed it through the probe."""
         return self.results.get(probe_key(query, params))
 
-    def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None) -> Any:
+    def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
+            **options: Any) -> Any:
         hit = self.results.get(replay_key(query, params, limit))
         if hit is not None:
             self.replayed += 1
@@ -487,9 +488,9 @@ class ReplayQueryPath:
         self.forwarded += 1
         self.forwarded_queries.append(query)
         if self.lock is None:
-            return self.inner.run(query, params, limit=limit)
+            return self.inner.run(query, params, limit=limit, **options)
         with self.lock:
-            return self.inner.run(query, params, limit=limit)
+            return self.inner.run(query, params, limit=limit, **options)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -358,8 +358,9 @@ class PerturbedQueryPath:
             raise ValueError(f"unknown perturbation {mode!r}")
         self.inner, self.mode = inner, mode
 
-    def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None) -> QueryResult:
-        res = self.inner.run(query, params, limit=limit)
+    def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
+            **options: Any) -> QueryResult:
+        res = self.inner.run(query, params, limit=limit, **options)
         rows = [list(r) for r in res.rows]
         if self.mode == "values":
             rows = [[_perturb(c) for c in r] for r in rows]

@@ -32,17 +32,26 @@ from components.graph.errors import (
     QuerySyntaxError,
 )
 from components.graph.schema import GraphSchema
+from components.graph.values import canonical_json
 
-__all__ = ["PreparedQuery", "ReadOnlyQueryPath", "check_params"]
+__all__ = ["MAX_PARAM_BYTES", "MAX_RESULT_BYTES", "PreparedQuery", "ReadOnlyQueryPath", "cap_result", "check_params"]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _MAX_PARAM_DEPTH: Final = 32
+#: Parameters larger than this (counted as the JSON they would be) are refused.
+MAX_PARAM_BYTES: Final = 1 << 20
+#: A capped query (``limit`` given: every traced and evidence query) keeps at most this many bytes
+#: of rows (as canonical JSON); the rows after the cut are dropped and the result is truncated.
+MAX_RESULT_BYTES: Final = 2 << 20
 _PARAM_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SCALARS: Final = (str, bool, type(None))
 
 
-def _check_value(value: Any, where: str, depth: int) -> None:
+def _check_value(value: Any, where: str, depth: int, budget: list[int]) -> None:
     kind = type(value)
+    budget[0] -= len(value) + 2 if kind is str else 8
+    if budget[0] < 0:
+        raise QueryExecutionError(f"parameters are larger than {MAX_PARAM_BYTES} bytes")
     if kind in _SCALARS:
         return
     if kind is int:
@@ -57,13 +66,14 @@ def _check_value(value: Any, where: str, depth: int) -> None:
         raise QueryExecutionError(f"parameter {where}: nested deeper than {_MAX_PARAM_DEPTH}")
     if kind in (list, tuple):
         for i, item in enumerate(value):
-            _check_value(item, f"{where}[{i}]", depth + 1)
+            _check_value(item, f"{where}[{i}]", depth + 1, budget)
         return
     if kind is dict:
         for key, item in value.items():
             if type(key) is not str:
                 raise QueryExecutionError(f"parameter {where}: map keys must be strings")
-            _check_value(item, f"{where}.{key}", depth + 1)
+            budget[0] -= len(key)
+            _check_value(item, f"{where}.{key}", depth + 1, budget)
         return
     raise QueryExecutionError(
         f"parameter {where}: {kind.__name__} values are not allowed (use JSON-like values: "
@@ -85,10 +95,23 @@ def check_params(params: Mapping[str, Any] | None) -> None:
         return
     if not isinstance(params, Mapping):
         raise QueryExecutionError(f"parameters must be a mapping, not {type(params).__name__}")
+    budget = [MAX_PARAM_BYTES]
     for name, value in params.items():
         if type(name) is not str or not _PARAM_NAME.fullmatch(name):
             raise QueryExecutionError(f"invalid parameter name {name!r}")
-        _check_value(value, f"${name}", 0)
+        _check_value(value, f"${name}", 0, budget)
+
+
+def cap_result(result: QueryResult, max_bytes: int = MAX_RESULT_BYTES) -> QueryResult:
+    """``result`` with its rows cut where they pass ``max_bytes`` of canonical JSON (then
+    truncated). The sandbox and the certifier's re-execution both get results through
+    :meth:`ReadOnlyQueryPath.run`, so a capped result re-executes to the same truncation state."""
+    used = 0
+    for i, row in enumerate(result.rows):
+        used += len(canonical_json(list(row))) + 1
+        if used > max_bytes:
+            return QueryResult(result.columns, result.rows[:i], True, result.elapsed_ms)
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +190,11 @@ class ReadOnlyQueryPath:
         params: Mapping[str, Any] | None = None,
         *,
         limit: int | None = None,
+        timeout_ms: int | None = None,
     ) -> QueryResult:
         """Run one read-only query. ``limit`` caps the rows (the backend fetches one more to set
-        ``truncated``)."""
+        ``truncated``) and, with it, the bytes (:func:`cap_result`); ``timeout_ms`` shortens the
+        backend's own time limit for this query (a sandbox cell's remaining time)."""
         entry = self._cache.get(query)
         if entry is None:
             entry = self.prepared(query)
@@ -182,4 +207,8 @@ class ReadOnlyQueryPath:
             raise QueryExecutionError(
                 "missing parameter(s): " + ", ".join(f"${name}" for name in missing)
             )
-        return self.backend.run(entry.text, params, limit=limit)
+        if timeout_ms is not None:
+            res = self.backend.run(entry.text, params, limit=limit, timeout_ms=max(1, int(timeout_ms)))
+        else:
+            res = self.backend.run(entry.text, params, limit=limit)
+        return res if limit is None else cap_result(res)

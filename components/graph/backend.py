@@ -48,8 +48,9 @@ class GraphBackend(Protocol):
     dialect: Dialect
 
     def run(
-        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None
-    ) -> QueryResult: ...
+        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> QueryResult: ...  # timeout_ms: a shorter time limit for this query only
 
     def schema(self) -> GraphSchema: ...
 

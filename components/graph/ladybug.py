@@ -125,15 +125,20 @@ class LadybugBackend:
 
     # -- queries -------------------------------------------------------------------------
     def run(
-        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None
+        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
+        timeout_ms: int | None = None,
     ) -> QueryResult:
+        """``timeout_ms`` (when shorter than the backend's own) limits this query only."""
         if self._closed:
             raise DatabaseUnavailableError(f"backend for {self.path} is closed")
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
         start = time.perf_counter()
         with self._lock:
+            shorter = timeout_ms is not None and 0 < timeout_ms < self.timeout_ms
             try:
+                if shorter:
+                    self._conn.set_query_timeout(int(timeout_ms))
                 result = self._conn.execute(query, dict(params or {}))
                 if isinstance(result, list):  # several statements: never from the query path
                     for r in result:
@@ -152,6 +157,9 @@ class LadybugBackend:
                 raise
             except Exception as exc:
                 raise _wrap_error(exc, query) from exc
+            finally:
+                if shorter:
+                    self._conn.set_query_timeout(self.timeout_ms)
         return QueryResult(columns, tuple(rows), truncated, (time.perf_counter() - start) * 1e3)
 
     def _rows(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:

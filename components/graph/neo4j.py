@@ -117,9 +117,10 @@ class Neo4jBackend:
         except Exception as exc:
             raise _wrap_error(exc) from exc
 
-    def _read(self, work: Any) -> Any:
-        """Run ``work(tx)`` in a managed READ transaction with the configured timeout."""
-        unit = neo4j.unit_of_work(timeout=self.timeout_s)(work)
+    def _read(self, work: Any, timeout_s: float | None = None) -> Any:
+        """Run ``work(tx)`` in a managed READ transaction with the configured timeout (or a
+        shorter one)."""
+        unit = neo4j.unit_of_work(timeout=min(self.timeout_s, timeout_s) if timeout_s else self.timeout_s)(work)
         try:
             with self._driver.session(
                 database=self.database, default_access_mode=neo4j.READ_ACCESS
@@ -131,7 +132,8 @@ class Neo4jBackend:
             raise _wrap_error(exc) from exc
 
     def run(
-        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None
+        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
+        timeout_ms: int | None = None,
     ) -> QueryResult:
         if limit is not None and limit < 0:
             raise ValueError("limit must be >= 0")
@@ -150,7 +152,7 @@ class Neo4jBackend:
             result.consume()
             return columns, rows, truncated
 
-        columns, rows, truncated = self._read(work)
+        columns, rows, truncated = self._read(work, None if timeout_ms is None else timeout_ms / 1000)
         return QueryResult(columns, tuple(rows), truncated, (time.perf_counter() - start) * 1e3)
 
     def _all(self, query: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:

@@ -1,28 +1,37 @@
 """Sandbox kernel: the child process of :mod:`components.tools.sandbox`. Standard library only.
 
 Started as ``python -I -S _kernel.py <request fd> <response fd>`` with an empty environment,
-stdout/stderr on /dev/null, and no inherited file descriptors besides the two pipes. It:
+stdout/stderr on /dev/null, and no inherited file descriptors besides the two pipes. The first
+message says what to enforce (limits, the seccomp programs the parent compiled with libseccomp —
+:mod:`components.tools.seccomp_policy` — and the isolation settings). Then, per episode:
 
-1. pre-imports a fixed set of pure-Python/stdlib modules that user code may use;
-2. applies resource limits (address space, CPU seconds, file size 0, no new processes, few
-   file descriptors, no core dumps);
-3. installs a **seccomp** filter (Linux, x86_64/aarch64) that makes every file-opening,
-   socket, process-creating, signal-sending, tracing, mounting and file-mutating system call
-   fail with EPERM — so from then on the process can only compute and talk over its two pipes;
-4. runs code cells in one persistent namespace; ``cypher()``, ``mark_evidence()`` and
-   ``select_schema()`` are requests to the parent, which holds the only database connection
-   and the authoritative registry of traced results.
+1. the kernel's trusted part (a fork server, or a dedicated kernel for one episode), running
+   under the *server* filter, forks a process ``S`` that moves into **new IPC and PID
+   namespaces** (``unshare``) and forks the episode process ``E`` — PID 1 of its namespace: it
+   cannot see, signal or schedule any process outside it, SysV / POSIX IPC objects it creates
+   live in its own namespace and disappear with it, and when it exits everything in the
+   namespace is gone. ``S`` only waits for ``E`` and exits with its status (``128 + signal`` for
+   a signal); ``E`` dies with ``S`` (``PR_SET_PDEATHSIG``);
+2. ``E`` applies resource limits (address space, CPU seconds, file size 0, no new processes, few
+   file descriptors, no core dumps), drops to a uid of its own (distinct for every episode alive
+   at the same time, never root), installs the **episode filter** — an allow-list: compute,
+   memory, its two pipes, the clock, random bytes, exit; everything else fails with EPERM and a
+   call from another ABI kills it. The restricting calls go through a small native helper
+   (``_gd_isolate``), so **no module that gives raw memory or system-call access** (``ctypes``,
+   ``mmap``, ``socket``, …) is ever loaded in the process, and none can be loaded afterwards;
+3. it runs code cells in one persistent namespace; ``cypher()``, ``mark_evidence()`` and
+   ``select_schema()`` are requests to the parent, which holds the only database connection and
+   the authoritative registry of traced results.
 
-In *fork-server* mode (first message ``{"op": "serve"}``) steps 2–4 happen in a child forked per
-episode instead, so an episode starts in about a millisecond rather than a fresh interpreter's
-tens of milliseconds; see :func:`_serve`.
+A fork server (first message ``{"op": "serve"}``) keeps such an ``E`` prepared ahead of time, so
+an episode starts in about a millisecond; see :func:`_serve`.
 
 Wire format (both directions): 4-byte big-endian length, then UTF-8 JSON.
 """
 
+import base64
 import builtins
 import contextlib
-import ctypes
 import gc
 import io
 import json
@@ -42,149 +51,17 @@ ALLOWED_MODULES = (
 for _name in ALLOWED_MODULES:
     __import__(_name)
 
+#: Modules that give raw memory or system-call access: never loaded by the kernel (the tests check
+#: that none is in an episode's memory), and not loadable once the filter forbids opening files.
+RAW_ACCESS_MODULES = ("ctypes", "_ctypes", "mmap", "socket", "_socket", "_posixsubprocess", "select", "fcntl",
+                      "termios", "resource")
+
 _REQ_FD, _RESP_FD = int(sys.argv[1]), int(sys.argv[2])
 _MAX_MESSAGE = 16 * 1024 * 1024
 
-# -- seccomp ---------------------------------------------------------------------------------
-_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
-# Denied system calls by architecture (numbers from the kernel's unistd tables).
-_DENY = {
-    "x86_64": {
-        "open": 2, "openat": 257, "openat2": 437, "creat": 85, "open_by_handle_at": 304,
-        "name_to_handle_at": 303, "socket": 41, "socketpair": 53, "connect": 42, "bind": 49,
-        "listen": 50, "accept": 43, "accept4": 288, "fork": 57, "vfork": 58, "clone": 56,
-        "clone3": 435, "execve": 59, "execveat": 322, "kill": 62, "tkill": 200, "tgkill": 234,
-        "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297, "pidfd_open": 434,
-        "pidfd_send_signal": 424, "pidfd_getfd": 438, "ptrace": 101, "process_vm_readv": 310,
-        "process_vm_writev": 311, "mkdir": 83, "mkdirat": 258, "rmdir": 84, "unlink": 87,
-        "unlinkat": 263, "rename": 82, "renameat": 264, "renameat2": 316, "link": 86,
-        "linkat": 265, "symlink": 88, "symlinkat": 266, "chmod": 90, "fchmod": 91,
-        "fchmodat": 268, "chown": 92, "fchown": 93, "lchown": 94, "fchownat": 260,
-        "truncate": 76, "ftruncate": 77, "mknod": 133, "mknodat": 259, "setrlimit": 160,
-        "prlimit64": 302, "mount": 165, "umount2": 166, "chroot": 161, "pivot_root": 155,
-        "unshare": 272, "setns": 308, "bpf": 321, "perf_event_open": 298,
-        "io_uring_setup": 425, "memfd_create": 319, "userfaultfd": 323, "keyctl": 250,
-        "add_key": 248, "request_key": 249, "sendfile": 40, "splice": 275, "tee": 276,
-        "copy_file_range": 326, "inotify_init": 253, "inotify_init1": 294,
-        "fanotify_init": 300, "reboot": 169, "init_module": 175, "finit_module": 313,
-        "kexec_load": 246, "acct": 163, "swapon": 167, "swapoff": 168, "setsid": 112,
-        "utime": 132, "utimes": 235, "utimensat": 280, "futimesat": 261,
-        "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197,
-        "lremovexattr": 198, "fremovexattr": 199, "open_tree": 428, "move_mount": 429,
-        "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442,
-        "sethostname": 170, "setdomainname": 171, "setpriority": 141, "sched_setparam": 142,
-        "sched_setscheduler": 144, "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279,
-        "kcmp": 312, "process_madvise": 440, "setuid": 105, "setgid": 106, "setreuid": 113,
-        "setregid": 114, "setresuid": 117, "setresgid": 119, "setgroups": 116, "capset": 126,
-        "settimeofday": 164, "clock_settime": 227, "adjtimex": 159, "iopl": 172, "ioperm": 173,
-        "quotactl": 179, "syslog": 103, "vhangup": 153,
-    },
-    "aarch64": {
-        "openat": 56, "openat2": 437, "open_by_handle_at": 265, "name_to_handle_at": 264,
-        "socket": 198, "socketpair": 199, "connect": 203, "bind": 200, "listen": 201,
-        "accept": 202, "accept4": 242, "clone": 220, "clone3": 435, "execve": 221,
-        "execveat": 281, "kill": 129, "tkill": 130, "tgkill": 131, "rt_sigqueueinfo": 138,
-        "rt_tgsigqueueinfo": 240, "pidfd_open": 434, "pidfd_send_signal": 424,
-        "pidfd_getfd": 438, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-        "mkdirat": 34, "unlinkat": 35, "renameat": 38, "renameat2": 276, "linkat": 37,
-        "symlinkat": 36, "fchmod": 52, "fchmodat": 53, "fchown": 55, "fchownat": 54,
-        "truncate": 45, "ftruncate": 46, "mknodat": 33, "setrlimit": 164, "prlimit64": 261,
-        "mount": 40, "umount2": 39, "chroot": 51, "pivot_root": 41, "unshare": 97,
-        "setns": 268, "bpf": 280, "perf_event_open": 241, "io_uring_setup": 425,
-        "memfd_create": 279, "userfaultfd": 282, "keyctl": 219, "add_key": 217,
-        "request_key": 218, "sendfile": 71, "splice": 76, "tee": 77, "copy_file_range": 285,
-        "inotify_init1": 26, "fanotify_init": 262, "reboot": 142, "init_module": 105,
-        "finit_module": 273, "kexec_load": 104, "acct": 89, "swapon": 224, "swapoff": 225,
-        "setsid": 157, "utimensat": 88, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
-        "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16, "open_tree": 428,
-        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-        "mount_setattr": 442, "sethostname": 161, "setdomainname": 162, "setpriority": 140,
-        "sched_setparam": 118, "sched_setscheduler": 119, "ioprio_set": 30,
-        "migrate_pages": 238, "move_pages": 239, "kcmp": 272, "process_madvise": 440,
-        "setuid": 146, "setgid": 144, "setreuid": 145, "setregid": 143, "setresuid": 147,
-        "setresgid": 149, "setgroups": 159, "capset": 91, "settimeofday": 170,
-        "clock_settime": 112, "adjtimex": 171, "syslog": 116, "quotactl": 60,
-    },
-}
-
-
-# what the server process itself needs: forking, and setting each child's limits
-_FORKS = ("fork", "vfork", "clone", "clone3", "setrlimit", "prlimit64")
-
-
-def _seccomp_program(exclude=(), only=None):
-    """Build a deny-list filter: ``(libc, sock_fprog, buffer, arch, n_denied)``; the whole list,
-    or without ``exclude``, or just ``only``. Raises OSError where there is no table for this
-    machine."""
-    arch = os.uname().machine
-    if arch not in _DENY:
-        raise OSError(f"no seccomp syscall table for {arch}")
-    table = _DENY[arch]
-    names = [n for n in table if n not in exclude and (only is None or n in only)]
-    deny = sorted({table[n] for n in names})
-    eperm = 0x00050000 | 1  # SECCOMP_RET_ERRNO | EPERM
-    allow, kill = 0x7FFF0000, 0x80000000  # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
-    ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
-    n = len(deny)
-    # layout: 0 ld arch | 1 jeq arch | 2 ld nr | 3 jge x32 | 4..4+n-1 jeq nr | allow | deny | kill
-    prog = [(ld_w_abs, 0, 0, 4), (jeq_k, 0, n + 4, _AUDIT_ARCH[arch]), (ld_w_abs, 0, 0, 0)]
-    prog.append((jge_k, n + 1, 0, 0x40000000) if arch == "x86_64" else (jeq_k, 0, 0, 0xFFFFFFFF))
-    for i, nr in enumerate(deny):
-        prog.append((jeq_k, n - i, 0, nr))  # jump to the deny instruction
-    prog += [(ret_k, 0, 0, allow), (ret_k, 0, 0, eperm), (ret_k, 0, 0, kill)]
-    buf = b"".join(struct.pack("HBBI", *ins) for ins in prog)
-    filt = ctypes.create_string_buffer(buf)
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    fprog = SockFprog(len(prog), ctypes.cast(filt, ctypes.c_void_p))
-    return ctypes.CDLL(None, use_errno=True), fprog, filt, arch, n
-
-
-# Fork-server mode: the server process already runs as nobody under the whole filter except the
-# process-creating calls (it must fork); each child then adds this one, denying those too.
-_PROGRAM = None
-
-
-def _install(program) -> None:
-    libc, fprog = program[0], program[1]
-    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
-    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
-
-
-def _install_seccomp() -> str:
-    """Install the deny-list filter (all of it, or in a fork-server child the rest of it);
-    returns a description, or raises OSError."""
-    program = _PROGRAM or _seccomp_program()
-    _install(program)
-    arch = program[3]
-    return f"seccomp({arch}, {len(set(_DENY[arch].values()))} syscalls denied), uid {os.getuid()}"
-
-
-_NOBODY = 65534
-
-
-def _drop_privileges() -> None:
-    """Running as root, become ``nobody`` (no supplementary groups) before the filter: even a
-    system call the deny list misses then runs without root's privileges."""
-    if os.getuid() == 0 or os.geteuid() == 0:
-        os.setgroups([])
-        os.setresgid(_NOBODY, _NOBODY, _NOBODY)
-        os.setresuid(_NOBODY, _NOBODY, _NOBODY)
-
-
-def _apply_limits(memory_mb: int, cpu_s: int) -> None:
-    mem = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+_SIGKILL = 9
+_CLONE_NEWUSER = 0x10000000
+_UID_BASE = 100_000  # episode uids: _UID_BASE + the outer pid of its namespace's creator
 
 
 # -- wire ------------------------------------------------------------------------------------
@@ -378,16 +255,96 @@ def _run_cell(code, namespace, output_cap):
     return {"op": "done", "stdout": out.getvalue(), "stdout_truncated": out.overflow, "error": error}
 
 
-def _prepare(limits, allow_weak_isolation):
-    """Limits, privileges, filter and the cell namespace: ``(isolation, error, namespace)``."""
-    _apply_limits(limits["memory_mb"], limits["cpu_s"])
+# -- isolation --------------------------------------------------------------------------------
+# The native helper (components/tools/native/_gd_isolate.c) is the only way this process makes
+# the restricting calls; ctypes is never loaded, so no raw-access module is ever in its memory.
+try:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _gd_isolate
+except ImportError:
+    _gd_isolate = None
+finally:
+    sys.path.pop(0)
+
+
+def _native():
+    if _gd_isolate is None:
+        raise OSError("the native isolation helper _gd_isolate is not built (pip install -e . builds it)")
+    return _gd_isolate
+
+
+def _install_filter(program):
+    """Install a compiled seccomp program (raw ``struct sock_filter`` array)."""
+    _native().install_filter(program)
+
+
+def _unshare(flags):
+    _native().unshare(flags)
+
+
+def _strip_raw_access():
+    """After the episode filter: the helper and ``resource`` leave, and no module that gives raw
+    memory or syscall access is loaded (none ever was; re-importing one needs a file, and the
+    filter refuses to open any)."""
+    g = globals()
+    for name in ("resource", "_gd_isolate"):
+        g.pop(name, None)
+    for name in list(sys.modules):
+        if name == "_gd_isolate" or name.split(".")[0] in RAW_ACCESS_MODULES and name != "ctypes":
+            del sys.modules[name]
+
+
+def _apply_limits(memory_mb, cpu_s):
+    mem = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+
+
+def _drop_privileges(uid):
+    """Become ``uid`` (no supplementary groups): even a call the filter allows then runs without
+    root's privileges, and no two episodes share a uid."""
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+
+
+def _programs(hello):
+    """The compiled filters (``None`` when the parent runs without one, for tests)."""
+    raw = hello.get("filters") or {}
+    return {role: base64.b64decode(text) for role, text in raw.items()}
+
+
+def _prepare(hello, outer_pid):
+    """In the episode process: limits, uid, filter, no raw-access modules, the cell namespace.
+    ``(isolation description, error, namespace)``."""
+    limits, iso = hello["limits"], hello.get("isolation") or {}
+    notes, raw = [], None
     try:
-        _drop_privileges()
-        isolation = _install_seccomp()
+        _native().set_pdeathsig(_SIGKILL)  # dies with its parent S
+        if iso.get("namespaces", True):
+            notes.append("pid+ipc namespaces")
+        _apply_limits(limits["memory_mb"], limits["cpu_s"])
+        raw = sys.modules.get("ctypes") if iso.get("raw_access") else None  # a test relaxation only
+        _drop_privileges(_UID_BASE + outer_pid)
+        program = _programs(hello).get("episode")
+        if program is None:
+            if iso.get("filter", "allowlist") != "none":
+                raise OSError("no seccomp filter was provided")
+        else:
+            _install_filter(program)
+            notes.insert(0, f"seccomp allow-list ({len(program) // 8} instructions)")
+        _strip_raw_access()
+        notes.append("raw access (ctypes) for a test" if raw is not None else "no raw-access modules")
+        notes.append(f"uid {os.getuid()}")
     except (OSError, AttributeError) as exc:
-        if not allow_weak_isolation:
-            return None, f"seccomp unavailable: {exc}", None
-        isolation = f"rlimits only ({exc})"
+        if not hello.get("allow_weak_isolation"):
+            return None, f"isolation unavailable: {exc}", None
+        notes = [f"rlimits only ({exc})"]
     safe_builtins = dict(vars(builtins))
     safe_builtins["__import__"] = _safe_import
     for name in ("open", "input", "breakpoint", "exit", "quit", "help"):
@@ -397,16 +354,18 @@ def _prepare(limits, allow_weak_isolation):
         "cypher": cypher, "mark_evidence": mark_evidence, "select_schema": select_schema,
         "TracedResult": TracedResult,
     }
-    return isolation, None, namespace
+    if raw is not None:
+        namespace["ctypes"] = raw
+    return ", ".join(notes), None, namespace
 
 
-def _episode(limits, prepared):
+def _episode(limits, prepared, outer_pid):
     """One episode: report readiness, then run cells until the parent closes it."""
     isolation, error, namespace = prepared
     if error is not None:
         _send({"op": "ready", "ok": False, "error": error})
         return
-    _send({"op": "ready", "ok": True, "isolation": isolation, "pid": os.getpid()})
+    _send({"op": "ready", "ok": True, "isolation": isolation, "pid": outer_pid})
     while True:
         try:
             msg = _recv()
@@ -417,21 +376,90 @@ def _episode(limits, prepared):
         _send(_run_cell(msg["code"], namespace, limits["output_bytes"]))
 
 
-def _serve(hello):
-    """Fork-server mode (first message ``{"op": "serve", "limits": …}``): this process runs only
-    trusted code and keeps a *spare* child forked ahead of time, already limited, filtered and
-    with its namespace built, waiting on a private pipe. When its turn comes the spare reads its
-    episode's ``fork`` message and owns the two pipes until it exits, while this process forks
-    the next spare, waits for the active child and reports how it ended (``{"op": "reaped"}``).
-    Every child gets the server's limits; forking overlaps the previous episode."""
-    global _PROGRAM
+def _status_code(status):
+    """An exit status to pass up: the child's exit code, or 128 + the signal that killed it."""
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _close_pipes():
+    for fd in (_REQ_FD, _RESP_FD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _reap(pid):
+    """Wait for ``pid``; its status as an exit code (``128 + signal`` when killed)."""
+    _, status = os.waitpid(pid, 0)
+    return _status_code(status)
+
+
+def _isolated(hello, run_episode):
+    """In a forked process ``S``: enter new IPC and PID namespaces, fork their init ``I`` (PID 1),
+    which forks the episode process ``E`` (PID 2 — a namespace's PID 1 ignores every signal it has
+    no handler for, SIGXCPU included) running ``run_episode(I's pid outside, failure)``. ``I`` and
+    ``S`` only wait and exit with ``E``'s status. The parent ends an episode by killing ``I``:
+    the kernel then kills everything in the namespace before ``I`` is reaped, so by the time ``S``
+    exits nothing of the episode is left. Never returns."""
+    code = 1
     try:
-        rest = _seccomp_program(only=_FORKS)
-        _drop_privileges()
-        _install(_seccomp_program(exclude=_FORKS))
-        _PROGRAM = rest
-    except (OSError, AttributeError):
-        _PROGRAM = None  # each child fails (or weakens) exactly as a dedicated kernel would
+        failure = None
+        if (hello.get("isolation") or {}).get("namespaces", True):
+            flags = hello["namespace_flags"] | (0 if os.geteuid() == 0 else _CLONE_NEWUSER)
+            try:
+                _unshare(flags)
+            except OSError as exc:
+                if not hello.get("allow_weak_isolation"):
+                    failure = (f"isolation unavailable: cannot create namespaces ({exc.strerror or exc}); "
+                               "run as root or enable unprivileged user namespaces")
+        told, tell = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # I
+            init = 1
+            try:
+                os.close(tell)
+                outer = int(os.read(told, 32) or b"0")
+                os.close(told)
+                _native().set_pdeathsig(_SIGKILL)
+                episode = os.fork()
+                if episode == 0:  # E
+                    child = 0
+                    try:
+                        run_episode(outer, failure)
+                    except BaseException:  # noqa: BLE001 - EOF or a broken parent: just end
+                        child = 1
+                    os._exit(child)
+                _close_pipes()
+                init = _reap(episode)
+            except BaseException:  # noqa: BLE001
+                init = 1
+            os._exit(init)
+        os.close(told)
+        os.write(tell, str(pid).encode())
+        os.close(tell)
+        _close_pipes()
+        code = _reap(pid)
+    except BaseException:  # noqa: BLE001
+        code = 1
+    os._exit(code)
+
+
+def _serve(hello):
+    """Fork-server mode (first message ``{"op": "serve", …}``): this process runs only trusted
+    code, under the server filter, and keeps a *spare* episode forked ahead of time — in its own
+    namespaces, already limited, filtered and with its namespace built — waiting on a private
+    pipe. When its turn comes the spare reads its episode's ``fork`` message and owns the two
+    pipes until it exits, while this process forks the next spare, waits for the active one and
+    reports how it ended (``{"op": "reaped"}``). Every episode gets the server's limits."""
+    program = _programs(hello).get("server")
+    try:
+        if program is not None:
+            _install_filter(program)
+        elif (hello.get("isolation") or {}).get("filter", "allowlist") != "none":
+            raise OSError("no seccomp filter was provided")
+    except OSError as exc:
+        if not hello.get("allow_weak_isolation"):
+            _send({"op": "ready", "ok": False, "error": f"isolation unavailable: {exc}"})
+            return
     gc.collect()
     gc.freeze()  # children then leave the shared pages alone instead of copying them
     _send({"op": "ready", "ok": True, "server": True, "pid": os.getpid()})
@@ -441,41 +469,53 @@ def _serve(hello):
         os.write(go, b"g")  # this child now takes the next episode ...
         os.close(go)
         spare = _fork_spare(hello)  # ... while the one after it is forked
-        _, status = os.waitpid(pid, 0)
-        _send({
-            "op": "reaped", "pid": pid,
-            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-            "exit": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        })
+        code = _reap(pid)
+        _send({"op": "reaped", "pid": pid, "signal": code - 128 if code > 128 else None,
+               "exit": code if code <= 128 else None})
 
 
 def _fork_spare(hello):
-    """Fork a prepared child that waits on a private pipe until it is its turn; returns
+    """Fork a prepared episode that waits on a private pipe until it is its turn; returns
     ``(pid, write end of that pipe)``."""
     go_r, go_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        code = 0
-        try:
-            os.close(go_w)
-            prepared = _prepare(hello["limits"], hello.get("allow_weak_isolation"))
+        os.close(go_w)
+
+        def run(outer, failure):
+            prepared = (None, failure, None) if failure else _prepare(hello, outer)
             if os.read(go_r, 1):  # EOF: the server is gone
                 os.close(go_r)
                 if _recv().get("op") == "fork":
-                    _episode(hello["limits"], prepared)
-        except BaseException:  # noqa: BLE001 - EOF or a broken parent: just end
-            code = 1
-        os._exit(code)
+                    _episode(hello["limits"], prepared, outer)
+
+        _isolated(hello, run)
     os.close(go_r)
     return pid, go_w
 
 
+def _dedicated(hello):
+    """A kernel for one episode, isolated like a fork server's episodes: this process is ``S``."""
+    program = _programs(hello).get("server")
+    try:
+        if program is not None:
+            _install_filter(program)
+    except OSError as exc:
+        if not hello.get("allow_weak_isolation"):
+            _send({"op": "ready", "ok": False, "error": f"isolation unavailable: {exc}"})
+            return
+    _isolated(hello, lambda outer, failure: _episode(
+        hello["limits"], (None, failure, None) if failure else _prepare(hello, outer), outer))
+
+
 def main():
     hello = _recv()
+    if (hello.get("isolation") or {}).get("raw_access"):
+        __import__("ctypes")  # the test relaxation: loaded before any filter forbids opening files
     if hello.get("op") == "serve":
         _serve(hello)
     else:
-        _episode(hello["limits"], _prepare(hello["limits"], hello.get("allow_weak_isolation")))
+        _dedicated(hello)
 
 
 if __name__ == "__main__":

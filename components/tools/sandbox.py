@@ -15,8 +15,10 @@ process keeps running. See the README section "Sandbox guarantees" for the threa
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
+import math
 import os
 import select
 import signal
@@ -41,6 +43,13 @@ KERNEL = Path(__file__).with_name("_kernel.py")
 
 @dataclass(frozen=True)
 class SandboxLimits:
+    """What one episode may use. The last three fields are **test-only relaxations** of one
+    isolation layer at a time (so that each layer can be shown to hold on its own); production
+    code never changes them: ``filter`` (``"allowlist"``, or ``"none"``: no seccomp filter),
+    ``namespaces`` (per-episode PID + IPC namespaces), ``raw_access`` (load ``ctypes`` into the
+    episode, as ``ctypes`` in its namespace, so that a test can make raw system calls against the
+    filter; without it no raw-access module is ever in the episode's memory)."""
+
     cell_timeout_s: float = 10.0  # wall clock per cell, parent-enforced (kills the child)
     cpu_s: int = 60  # CPU seconds for the whole episode (RLIMIT_CPU in the child)
     memory_mb: int = 512  # address space of the child (RLIMIT_AS)
@@ -48,7 +57,19 @@ class SandboxLimits:
     max_rows: int = MAX_ROWS  # rows kept per query (one more is fetched to set `truncated`)
     max_queries: int = 200  # cypher() calls per episode
     max_message_bytes: int = 16 * 1024 * 1024
+    max_episode_bytes: int = 16 * 1024 * 1024  # rows all cypher() results of an episode may hold
     startup_timeout_s: float = 30.0
+    filter: str = "allowlist"
+    namespaces: bool = True
+    raw_access: bool = False
+
+    def __post_init__(self) -> None:
+        if self.filter not in ("allowlist", "none"):
+            raise ValueError(f"filter must be 'allowlist' or 'none', not {self.filter!r}")
+        for name in ("cell_timeout_s", "startup_timeout_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number of seconds > 0, not {value!r}")
 
 
 @dataclass
@@ -96,12 +117,31 @@ class _KernelGone(Exception):
         self.code, self.message = code, message
 
 
-def _send_msg(fd: int | None, msg: Mapping[str, Any]) -> None:
+def _send_msg(fd: int | None, msg: Mapping[str, Any], deadline: float | None = None) -> None:
+    """Write one message; with a ``deadline`` the write never blocks past it (a child that stops
+    reading cannot stall this process): the descriptor is non-blocking and waited on with select."""
     data = json.dumps(msg, ensure_ascii=False).encode("utf-8")
     payload = memoryview(struct.pack(">I", len(data)) + data)
-    while payload:
-        n = os.write(fd, payload)  # type: ignore[arg-type]
-        payload = payload[n:]
+    if deadline is None:
+        while payload:
+            n = os.write(fd, payload)  # type: ignore[arg-type]
+            payload = payload[n:]
+        return
+    os.set_blocking(fd, False)  # type: ignore[arg-type]
+    try:
+        while payload:
+            try:
+                n = os.write(fd, payload)  # type: ignore[arg-type]
+                payload = payload[n:]
+                continue
+            except BlockingIOError:
+                pass
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _KernelGone("timeout", "the sandbox stopped reading its replies")
+            select.select([], [fd], [], left)
+    finally:
+        os.set_blocking(fd, True)  # type: ignore[arg-type]
 
 
 def _spawn_kernel() -> tuple[subprocess.Popen[bytes], int, int]:
@@ -142,11 +182,32 @@ def _terminate(proc: subprocess.Popen[bytes] | None, fds: tuple[int | None, ...]
                 pass
 
 
+def _filters(limits: SandboxLimits, allow_weak_isolation: bool) -> dict[str, str]:
+    """The compiled seccomp programs the kernel installs (base64), compiled here by libseccomp:
+    the trusted side of the boundary. No filter only for the ``filter="none"`` test relaxation,
+    or, with ``allow_weak_isolation``, where libseccomp is missing."""
+    if limits.filter == "none":
+        return {}
+    from components.tools.seccomp_policy import PolicyError, compile_filter
+
+    try:
+        return {role: base64.b64encode(compile_filter(role)).decode() for role in ("server", "episode")}
+    except PolicyError as exc:
+        if allow_weak_isolation:
+            return {}
+        raise _KernelGone("isolation_unavailable", str(exc)) from None
+
+
 def _hello(limits: SandboxLimits, allow_weak_isolation: bool, op: str) -> dict[str, Any]:
     """The first message to a kernel: what it enforces itself."""
+    from components.tools.seccomp_policy import NAMESPACE_FLAGS
+
     return {
         "op": op,
         "limits": {"memory_mb": limits.memory_mb, "cpu_s": limits.cpu_s, "output_bytes": limits.output_bytes},
+        "isolation": {"filter": limits.filter, "namespaces": limits.namespaces, "raw_access": limits.raw_access},
+        "filters": _filters(limits, allow_weak_isolation),
+        "namespace_flags": NAMESPACE_FLAGS,
         "allow_weak_isolation": allow_weak_isolation,
     }
 
@@ -287,6 +348,8 @@ def _recv_msg(fd: int | None, deadline: float, max_bytes: int) -> dict[str, Any]
         msg = json.loads(read(size))
     except (ValueError, UnicodeDecodeError) as exc:
         raise _KernelGone("protocol_error", f"malformed message from the sandbox: {exc}") from exc
+    except (RecursionError, MemoryError):
+        raise _KernelGone("protocol_error", "a message from the sandbox nests too deeply") from None
     if not isinstance(msg, dict):
         raise _KernelGone("protocol_error", "malformed message from the sandbox")
     return msg
@@ -330,6 +393,8 @@ class SandboxEpisode:
         self._child_pid: int | None = None
         self._reaped = False
         self._awaiting_ready = False
+        self._deadline = 0.0  # the running cell's wall-clock deadline (monotonic)
+        self._bytes = 0  # result bytes held by this episode
 
     # -- process lifecycle -------------------------------------------------------------
     def _start(self) -> None:
@@ -375,9 +440,9 @@ class SandboxEpisode:
             pass
 
     # -- wire ----------------------------------------------------------------------------
-    def _send(self, msg: Mapping[str, Any]) -> None:
+    def _send(self, msg: Mapping[str, Any], deadline: float | None = None) -> None:
         try:
-            _send_msg(self._to_child, msg)
+            _send_msg(self._to_child, msg, deadline)
         except (BrokenPipeError, OSError, TypeError) as exc:
             raise self._gone() from exc
 
@@ -396,6 +461,8 @@ class SandboxEpisode:
         return msg
 
     def _ended(self, sig: Any, code: Any) -> _KernelGone:
+        if not (isinstance(sig, int) and sig > 0) and isinstance(code, int) and 128 < code < 160:
+            sig = code - 128  # the kernel passes up "killed by signal n" as exit status 128 + n
         if isinstance(sig, int) and sig > 0:
             if sig == signal.SIGXCPU:
                 return _KernelGone("cpu_limit", f"the episode exceeded its {self.limits.cpu_s} s CPU limit")
@@ -429,12 +496,19 @@ class SandboxEpisode:
             self._record("cypher", query=query, params=params, ok=False, error=err)
             return {"ok": False, "error": err}
         start = time.perf_counter()
+        left_ms = max(1, int((self._deadline - time.monotonic()) * 1000))
         try:
-            res = self.query_path.run(query, params, limit=self.limits.max_rows)
+            res = self.query_path.run(query, params, limit=self.limits.max_rows, timeout_ms=left_ms)
         except GraphError as exc:
             err = exc.to_dict()
             self._record("cypher", query=query, params=params, ok=False, error=err)
             return {"ok": False, "error": err}
+        size = sum(len(json.dumps(list(r), default=str)) + 1 for r in res.rows)
+        if self._bytes + size > self.limits.max_episode_bytes:
+            err = {"code": "query_limit", "message": f"the episode's results passed {self.limits.max_episode_bytes} bytes"}
+            self._record("cypher", query=query, params=params, ok=False, error=err)
+            return {"ok": False, "error": err}
+        self._bytes += size
         traced = TracedResult.build(
             f"{self.episode_id}:q{next(self._counter)}",
             query,
@@ -504,10 +578,10 @@ class SandboxEpisode:
         try:
             if self._to_child is None:
                 self._start()
-            self._send({"op": "run", "code": code})
+            self._send({"op": "run", "code": code}, time.monotonic() + self.limits.startup_timeout_s)
             if self._awaiting_ready:
                 self._await_ready()
-            deadline = time.monotonic() + self.limits.cell_timeout_s
+            deadline = self._deadline = time.monotonic() + self.limits.cell_timeout_s
             while True:
                 msg = self._recv(deadline)
                 op = msg.get("op")
@@ -531,7 +605,7 @@ class SandboxEpisode:
                     reply = handler(self, msg)
                 except Exception as exc:  # a malformed request must not escape run()
                     raise _KernelGone("protocol_error", f"malformed {op} request: {type(exc).__name__}: {exc}") from exc
-                self._send(reply)
+                self._send(reply, deadline)
         except _KernelGone as gone:
             self._dead = {"code": gone.code, "message": gone.message}
             self._kill()
