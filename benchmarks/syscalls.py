@@ -8,7 +8,7 @@ system calls seen after the process installed its seccomp filter, with their cou
 allow-list. A call the corpus makes that the allow-list denies would break ordinary programs; a
 call the allow-list allows that the corpus never makes is a candidate for removal.
 
-    python benchmarks/syscalls.py [--relaxed]   # --relaxed: trace with the filter off (what would be called)
+    python benchmarks/syscalls.py
 
 Needs ``strace`` (Debian: ``apt-get install strace``).
 """
@@ -111,44 +111,42 @@ _LINE = re.compile(r"^(\d+)\s+(?:<\.\.\. )?([a-z_0-9]+)\(")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--relaxed", action="store_true", help="trace without the filter (what code would call)")
-    args = ap.parse_args()
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     if shutil.which("strace") is None:
         sys.exit("strace is not installed (Debian: apt-get install strace)")
-    from components.tools.seccomp_policy import EPISODE_SYSCALLS, SERVER_EXTRA
+    from components.tools.seccomp_policy import EPISODE_RULES, EPISODE_SYSCALLS, SERVER_EXTRA, SERVER_RULES
 
     with tempfile.TemporaryDirectory(prefix="gd-trace-") as tmp:
         corpus = _corpus(Path(tmp))
         programs = [p for ps in corpus.values() for p in ps]
         (Path(tmp) / "corpus.json").write_text(json.dumps(corpus))
         out = Path(tmp) / "trace"
-        limits = json.dumps({"filter": "none"} if args.relaxed else {})
+        limits = "{}"
         subprocess.run(["strace", "-f", "-qq", "-o", str(out), sys.executable, "-c", _CHILD, str(ROOT),
                         str(Path(tmp) / "corpus.json"), limits], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
         after: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         filtered: set[str] = set()
-        role: dict[str, str] = {}
         for line in out.read_text(errors="replace").splitlines():
             m = _LINE.match(line)
             if not m:
                 continue
             pid, call = m.groups()
-            if "_kernel.py" in line and call == "execve":
-                role[pid] = "kernel"
-            if call in ("seccomp", "prctl") and ("SECCOMP_SET_MODE_FILTER" in line or "PR_SET_SECCOMP" in line):
-                filtered.add(pid)
+            if call == "prctl" and "PR_SET_SECCOMP" in line and line.rstrip().endswith("= 0"):
+                filtered.add(pid)  # the kernel installs its filters with prctl (libseccomp's probes use seccomp())
                 continue
-            if pid in filtered or args.relaxed and pid in role:
+            if pid in filtered:
                 after[pid][call] += 1
     total: collections.Counter = collections.Counter()
     for counts in after.values():
         total.update(counts)
-    allowed = set(EPISODE_SYSCALLS) | set(SERVER_EXTRA)
+    plain = set(EPISODE_SYSCALLS) | set(SERVER_EXTRA)
+    with_args = {name for name, _ in EPISODE_RULES} | {name for name, _ in SERVER_RULES}
+    allowed = plain | with_args
     print(f"{len(programs)} programs; {len(after)} filtered processes traced")
     print(f"{'system call':<22}{'calls':>8}  allow-list")
     for call, n in sorted(total.items(), key=lambda kv: -kv[1]):
-        print(f"{call:<22}{n:>8}  {'allowed' if call in allowed else 'DENIED'}")
+        verdict = "allowed" if call in plain else "allowed (argument filter)" if call in with_args else "denied"
+        print(f"{call:<22}{n:>8}  {verdict}")
     unused = sorted(allowed - set(total))
     print(f"allowed but not seen: {unused}")
 

@@ -54,7 +54,7 @@ for _name in ALLOWED_MODULES:
 #: Modules that give raw memory or system-call access: never loaded by the kernel (the tests check
 #: that none is in an episode's memory), and not loadable once the filter forbids opening files.
 RAW_ACCESS_MODULES = ("ctypes", "_ctypes", "mmap", "socket", "_socket", "_posixsubprocess", "select", "fcntl",
-                      "termios", "resource")
+                      "termios")
 
 _REQ_FD, _RESP_FD = int(sys.argv[1]), int(sys.argv[2])
 _MAX_MESSAGE = 16 * 1024 * 1024
@@ -283,12 +283,11 @@ def _unshare(flags):
 
 
 def _strip_raw_access():
-    """After the episode filter: the helper and ``resource`` leave, and no module that gives raw
-    memory or syscall access is loaded (none ever was; re-importing one needs a file, and the
-    filter refuses to open any)."""
+    """After the episode filter: the helper leaves, and no module that gives raw memory or syscall
+    access is loaded (none ever was; re-importing one needs a file, and the filter refuses to open
+    any)."""
     g = globals()
-    for name in ("resource", "_gd_isolate"):
-        g.pop(name, None)
+    g.pop("_gd_isolate", None)
     for name in list(sys.modules):
         if name == "_gd_isolate" or name.split(".")[0] in RAW_ACCESS_MODULES and name != "ctypes":
             del sys.modules[name]
