@@ -32,9 +32,9 @@ from components.graph.errors import (
     QuerySyntaxError,
 )
 from components.graph.schema import GraphSchema
-from components.graph.values import canonical_json
 
-__all__ = ["MAX_PARAM_BYTES", "MAX_RESULT_BYTES", "PreparedQuery", "ReadOnlyQueryPath", "cap_result", "check_params"]
+__all__ = ["MAX_PARAM_BYTES", "MAX_RESULT_BYTES", "PreparedQuery", "ReadOnlyQueryPath", "cap_result", "check_params",
+           "json_size"]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _MAX_PARAM_DEPTH: Final = 32
@@ -102,13 +102,25 @@ def check_params(params: Mapping[str, Any] | None) -> None:
         _check_value(value, f"${name}", 0, budget)
 
 
+def json_size(value: Any) -> int:
+    """About the bytes ``value`` takes as JSON (strings by length, every other scalar 8)."""
+    kind = type(value)
+    if kind is str:
+        return len(value) + 2
+    if kind is list or kind is tuple:
+        return 2 + sum(json_size(v) for v in value)
+    if kind is dict:
+        return 2 + sum(len(k) + 3 + json_size(v) for k, v in value.items())
+    return 8
+
+
 def cap_result(result: QueryResult, max_bytes: int = MAX_RESULT_BYTES) -> QueryResult:
-    """``result`` with its rows cut where they pass ``max_bytes`` of canonical JSON (then
-    truncated). The sandbox and the certifier's re-execution both get results through
+    """``result`` with its rows cut where they pass about ``max_bytes`` of JSON (then truncated).
+    The sandbox and the certifier's re-execution both get results through
     :meth:`ReadOnlyQueryPath.run`, so a capped result re-executes to the same truncation state."""
     used = 0
     for i, row in enumerate(result.rows):
-        used += len(canonical_json(list(row))) + 1
+        used += json_size(row)
         if used > max_bytes:
             return QueryResult(result.columns, result.rows[:i], True, result.elapsed_ms)
     return result

@@ -6,12 +6,11 @@ message says what to enforce (limits, the seccomp programs the parent compiled w
 :mod:`components.tools.seccomp_policy` — and the isolation settings). Then, per episode:
 
 1. the kernel's trusted part (a fork server, or a dedicated kernel for one episode), running
-   under the *server* filter, forks a process ``S`` that moves into **new IPC and PID
-   namespaces** (``unshare``) and forks the episode process ``E`` — PID 1 of its namespace: it
-   cannot see, signal or schedule any process outside it, SysV / POSIX IPC objects it creates
-   live in its own namespace and disappear with it, and when it exits everything in the
-   namespace is gone. ``S`` only waits for ``E`` and exits with its status (``128 + signal`` for
-   a signal); ``E`` dies with ``S`` (``PR_SET_PDEATHSIG``);
+   under the *server* filter, forks the episode process ``E`` straight into **new IPC and PID
+   namespaces** (``clone`` with the namespace flags), where it is PID 1: it cannot see, signal or
+   schedule any process outside, SysV / POSIX IPC objects it creates live in its own namespace
+   and disappear with it, and when it exits everything in the namespace is gone. ``E`` dies with
+   the kernel (``PR_SET_PDEATHSIG``) and SIGXCPU ends it (a namespace's PID 1 would ignore it);
 2. ``E`` applies resource limits (address space, CPU seconds, file size 0, no new processes, few
    file descriptors, no core dumps), drops to a uid of its own (distinct for every episode alive
    at the same time, never root), installs the **episode filter** — an allow-list: compute,
@@ -59,7 +58,7 @@ RAW_ACCESS_MODULES = ("ctypes", "_ctypes", "mmap", "socket", "_socket", "_posixs
 _REQ_FD, _RESP_FD = int(sys.argv[1]), int(sys.argv[2])
 _MAX_MESSAGE = 16 * 1024 * 1024
 
-_SIGKILL = 9
+_SIGKILL, _SIGXCPU = 9, 24
 _CLONE_NEWUSER = 0x10000000
 _UID_BASE = 100_000  # episode uids: _UID_BASE + the outer pid of its namespace's creator
 
@@ -324,7 +323,8 @@ def _prepare(hello, outer_pid):
     limits, iso = hello["limits"], hello.get("isolation") or {}
     notes, raw = [], None
     try:
-        _native().set_pdeathsig(_SIGKILL)  # dies with its parent S
+        _native().set_pdeathsig(_SIGKILL)  # dies with the server
+        _native().exit_on_signal(_SIGXCPU)  # as PID 1 of its namespace it would ignore SIGXCPU
         if iso.get("namespaces", True):
             notes.append("pid+ipc namespaces")
         _apply_limits(limits["memory_mb"], limits["cpu_s"])
@@ -392,54 +392,34 @@ def _reap(pid):
     return _status_code(status)
 
 
-def _isolated(hello, run_episode):
-    """In a forked process ``S``: enter new IPC and PID namespaces, fork their init ``I`` (PID 1),
-    which forks the episode process ``E`` (PID 2 — a namespace's PID 1 ignores every signal it has
-    no handler for, SIGXCPU included) running ``run_episode(I's pid outside, failure)``. ``I`` and
-    ``S`` only wait and exit with ``E``'s status. The parent ends an episode by killing ``I``:
-    the kernel then kills everything in the namespace before ``I`` is reaped, so by the time ``S``
-    exits nothing of the episode is left. Never returns."""
-    code = 1
+def _fork_episode(hello, run_episode):
+    """Fork the episode process ``E`` — into new IPC and PID namespaces, where it is PID 1 — which
+    runs ``run_episode(its pid outside, failure)`` and exits; returns its pid. ``E`` learns that
+    pid from this process over a pipe (it reports it, and its uid is derived from it)."""
+    failure, flags = None, 0
+    if (hello.get("isolation") or {}).get("namespaces", True):
+        flags = hello["namespace_flags"] | (0 if os.geteuid() == 0 else _CLONE_NEWUSER)
+    told, tell = os.pipe()
     try:
-        failure = None
-        if (hello.get("isolation") or {}).get("namespaces", True):
-            flags = hello["namespace_flags"] | (0 if os.geteuid() == 0 else _CLONE_NEWUSER)
-            try:
-                _unshare(flags)
-            except OSError as exc:
-                if not hello.get("allow_weak_isolation"):
-                    failure = (f"isolation unavailable: cannot create namespaces ({exc.strerror or exc}); "
-                               "run as root or enable unprivileged user namespaces")
-        told, tell = os.pipe()
+        pid = _native().fork_into(flags) if flags else os.fork()
+    except OSError as exc:
+        failure = (f"isolation unavailable: cannot create namespaces ({exc.strerror or exc}); "
+                   "run as root or enable unprivileged user namespaces")
         pid = os.fork()
-        if pid == 0:  # I
-            init = 1
-            try:
-                os.close(tell)
-                outer = int(os.read(told, 32) or b"0")
-                os.close(told)
-                _native().set_pdeathsig(_SIGKILL)
-                episode = os.fork()
-                if episode == 0:  # E
-                    child = 0
-                    try:
-                        run_episode(outer, failure)
-                    except BaseException:  # noqa: BLE001 - EOF or a broken parent: just end
-                        child = 1
-                    os._exit(child)
-                _close_pipes()
-                init = _reap(episode)
-            except BaseException:  # noqa: BLE001
-                init = 1
-            os._exit(init)
-        os.close(told)
-        os.write(tell, str(pid).encode())
-        os.close(tell)
-        _close_pipes()
-        code = _reap(pid)
-    except BaseException:  # noqa: BLE001
-        code = 1
-    os._exit(code)
+    if pid == 0:
+        code = 0
+        try:
+            os.close(tell)
+            outer = int(os.read(told, 32) or b"0")
+            os.close(told)
+            run_episode(outer, None if hello.get("allow_weak_isolation") else failure)
+        except BaseException:  # noqa: BLE001 - EOF or a broken parent: just end
+            code = 1
+        os._exit(code)
+    os.close(told)
+    os.write(tell, str(pid).encode())
+    os.close(tell)
+    return pid
 
 
 def _serve(hello):
@@ -477,18 +457,16 @@ def _fork_spare(hello):
     """Fork a prepared episode that waits on a private pipe until it is its turn; returns
     ``(pid, write end of that pipe)``."""
     go_r, go_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
+
+    def run(outer, failure):
         os.close(go_w)
+        prepared = (None, failure, None) if failure else _prepare(hello, outer)
+        if os.read(go_r, 1):  # EOF: the server is gone
+            os.close(go_r)
+            if _recv().get("op") == "fork":
+                _episode(hello["limits"], prepared, outer)
 
-        def run(outer, failure):
-            prepared = (None, failure, None) if failure else _prepare(hello, outer)
-            if os.read(go_r, 1):  # EOF: the server is gone
-                os.close(go_r)
-                if _recv().get("op") == "fork":
-                    _episode(hello["limits"], prepared, outer)
-
-        _isolated(hello, run)
+    pid = _fork_episode(hello, run)
     os.close(go_r)
     return pid, go_w
 
@@ -503,8 +481,10 @@ def _dedicated(hello):
         if not hello.get("allow_weak_isolation"):
             _send({"op": "ready", "ok": False, "error": f"isolation unavailable: {exc}"})
             return
-    _isolated(hello, lambda outer, failure: _episode(
+    pid = _fork_episode(hello, lambda outer, failure: _episode(
         hello["limits"], (None, failure, None) if failure else _prepare(hello, outer), outer))
+    _close_pipes()
+    os._exit(_reap(pid))
 
 
 def main():

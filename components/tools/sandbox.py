@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.cypher.query_path import json_size
 from components.graph.errors import GraphError
 from components.graph.schema import GraphSchema
 from components.tools.traced import MAX_ROWS, TracedResult
@@ -503,7 +504,7 @@ class SandboxEpisode:
             err = exc.to_dict()
             self._record("cypher", query=query, params=params, ok=False, error=err)
             return {"ok": False, "error": err}
-        size = sum(len(json.dumps(list(r), default=str)) + 1 for r in res.rows)
+        size = sum(map(json_size, res.rows))
         if self._bytes + size > self.limits.max_episode_bytes:
             err = {"code": "query_limit", "message": f"the episode's results passed {self.limits.max_episode_bytes} bytes"}
             self._record("cypher", query=query, params=params, ok=False, error=err)

@@ -1,4 +1,5 @@
-/* The sandbox kernel's only native code: the three calls that *restrict* the calling process.
+/* The sandbox kernel's only native code: calls that *restrict* the calling process or start a
+ * child in fresh namespaces.
  *
  * Python 3.11 has no os.unshare and no way to install a seccomp filter, and loading ctypes to
  * make those calls would leave its types (raw memory and call access) in every episode process:
@@ -12,7 +13,11 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static PyObject *install_filter(PyObject *self, PyObject *args) {
     Py_buffer prog;
@@ -61,11 +66,54 @@ static PyObject *set_pdeathsig(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* fork() into new namespaces: clone(flags | SIGCHLD) with the interpreter's own fork hooks, so
+ * the child is PID 1 of a new PID namespace (and has its own IPC namespace) in one step. */
+static PyObject *fork_into(PyObject *self, PyObject *args) {
+    int flags;
+    if (!PyArg_ParseTuple(args, "i", &flags)) {
+        return NULL;
+    }
+    PyOS_BeforeFork();
+    long pid = syscall(SYS_clone, (unsigned long)flags | SIGCHLD, NULL, NULL, NULL, NULL);
+    int saved = errno;
+    if (pid == 0) {
+        PyOS_AfterFork_Child();
+    } else {
+        PyOS_AfterFork_Parent();
+    }
+    if (pid < 0) {
+        errno = saved;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromLong(pid);
+}
+
+/* A namespace's PID 1 ignores every signal it has no handler for (SIGXCPU included): this handler
+ * ends the process at once with a status that says which signal it was (128 + signal). */
+static void exit_now(int sig) { _exit(128 + sig); }
+
+static PyObject *exit_on_signal(PyObject *self, PyObject *args) {
+    int sig;
+    if (!PyArg_ParseTuple(args, "i", &sig)) {
+        return NULL;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = exit_now;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, NULL) != 0) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"install_filter", install_filter, METH_VARARGS,
      "install_filter(program: bytes): set no_new_privs and install a seccomp filter program."},
     {"unshare", unshare_namespaces, METH_VARARGS, "unshare(flags: int): move into new namespaces."},
     {"set_pdeathsig", set_pdeathsig, METH_VARARGS, "set_pdeathsig(sig: int): die with the parent."},
+    {"fork_into", fork_into, METH_VARARGS, "fork_into(flags: int) -> pid: fork into new namespaces."},
+    {"exit_on_signal", exit_on_signal, METH_VARARGS, "exit_on_signal(sig: int): exit(128 + sig) on it."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -209,7 +209,7 @@ def test_namespaces_hold_with_a_permissive_filter(qp, victim) -> None:
     shm_ok, kill, kill_err, aff, aff_err, pid, ppid = res.stdout.split()
     assert shm_ok == "True"  # it could make one: only the namespace stands in the way
     assert (kill, kill_err, aff, aff_err) == ("-1", "3", "-1", "3")  # ESRCH: not visible
-    assert (pid, ppid) == ("2", "1")  # its own PID namespace (the namespace's init is its parent)
+    assert (pid, ppid) == ("1", "0")  # PID 1 of its own PID namespace: its parent is outside it
     assert "pid+ipc namespaces" in iso and "seccomp" not in iso
     assert victim.poll() is None and os.sched_getaffinity(victim.pid) == affinity
     assert _shm_ids() == before  # never visible on the host, gone with the episode
