@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from components.graph.errors import GraphError
+from components.graph.jsonl import JsonlFileError
 from components.llm.base import LLMError
 
 __all__ = ["main"]
@@ -29,6 +31,33 @@ def _emit(obj: Any) -> None:
     """One JSON object on one line, whatever its strings hold."""
     sys.stdout.write(json.dumps(obj, ensure_ascii=False, default=str).translate(_LINE_BREAKS) + "\n")
     sys.stdout.flush()
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one JSON line on stderr (exit 2), like every other failure."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(json.dumps({"ok": False, "error": {"code": "usage_error", "message": f"{self.prog}: {message}"}}) + "\n")
+        raise SystemExit(2)
+
+
+def _number(kind: type, *, low: float, strict: bool = False) -> Callable[[str], Any]:
+    """An argparse type: a finite ``kind`` above ``low`` (strictly, with ``strict``)."""
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value) or value < low or (strict and value == low):
+            raise argparse.ArgumentTypeError(f"must be a finite number {'>' if strict else '>='} {low:g}, not {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+_SECONDS = _number(float, low=0, strict=True)
+_COUNT = _number(int, low=1)
+_SIZE = _number(int, low=0)
 
 
 class CliError(Exception):
@@ -76,21 +105,20 @@ def _cmd_graph_schema(args: argparse.Namespace) -> int:
 
 
 def _read_batch(path: str) -> list[tuple[int, dict[str, Any] | None, str | None]]:
-    """Parse a JSONL batch: ``(line number, item or None, error or None)`` per non-blank line."""
+    """Parse a JSONL batch: ``(line number, item or None, error or None)`` per non-blank line
+    (strict JSON: :func:`components.graph.jsonl.read_jsonl`)."""
+    from components.graph.jsonl import read_jsonl
+
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-                if not isinstance(item, dict) or not isinstance(item.get("query"), str):
-                    raise ValueError("expected an object with a string 'query'")
-                if not isinstance(item.get("params", {}), dict):
-                    raise ValueError("'params' must be an object")
-                out.append((lineno, item, None))
-            except ValueError as exc:
-                out.append((lineno, None, f"line {lineno}: {exc}"))
+    for lineno, item, error in read_jsonl(path):
+        if error:
+            out.append((lineno, None, error["message"]))
+        elif not isinstance(item, dict) or not isinstance(item.get("query"), str):
+            out.append((lineno, None, f"line {lineno}: expected an object with a string 'query'"))
+        elif not isinstance(item.get("params", {}), dict):
+            out.append((lineno, None, f"line {lineno}: 'params' must be an object"))
+        else:
+            out.append((lineno, item, None))
     return out
 
 
@@ -417,16 +445,16 @@ def _cmd_domains(args: argparse.Namespace) -> int:
 
 # -- parser --------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="graphdojo", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="graphdojo", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    g = sub.add_parser("graph", help="import, inspect and query graphs").add_subparsers(dest="graph_command", required=True)
+    g = sub.add_parser("graph", help="import, inspect and query graphs").add_subparsers(dest="graph_command", required=True, parser_class=_Parser)
     imp = g.add_parser("import", help="import a graph into a new Ladybug database folder")
     imp.add_argument("--format", required=True, choices=["generator", "grbench-json", "csv", "cypher-script"])
     imp.add_argument("src", help="generator domain name, or path to the source file/folder")
     imp.add_argument("--db", required=True, help="database folder to create")
-    imp.add_argument("--seed", type=int, default=None, help="generator seed")
-    imp.add_argument("--scale", type=int, default=None, help="generator size (see README)")
+    imp.add_argument("--seed", type=_SIZE, default=None, help="generator seed")
+    imp.add_argument("--scale", type=_COUNT, default=None, help="generator size (see README)")
     imp.add_argument("--overwrite", action="store_true", help="replace an existing database")
     imp.set_defaults(func=_cmd_graph_import)
 
@@ -441,10 +469,10 @@ def _parser() -> argparse.ArgumentParser:
     src.add_argument("--query", help="one query")
     src.add_argument("--file", help='JSON lines {"id", "query", "params"}')
     q.add_argument("--params", help="JSON object of parameters (with --query)")
-    q.add_argument("--limit", type=int, default=None, help="max rows per query (sets 'truncated')")
+    q.add_argument("--limit", type=_SIZE, default=None, help="max rows per query (sets 'truncated')")
     q.set_defaults(func=_cmd_graph_query)
 
-    cy = sub.add_parser("cypher", help="Cypher analysis").add_subparsers(dest="cypher_command", required=True)
+    cy = sub.add_parser("cypher", help="Cypher analysis").add_subparsers(dest="cypher_command", required=True, parser_class=_Parser)
     cf = cy.add_parser("features", help="derive a query's normalised structure (patterns, returns, ops, families)")
     cfs = cf.add_mutually_exclusive_group(required=True)
     cfs.add_argument("--query")
@@ -452,7 +480,7 @@ def _parser() -> argparse.ArgumentParser:
     cf.add_argument("--db", default=None, help="optional graph: resolves unlabelled endpoints from its schema")
     cf.set_defaults(func=_cmd_cypher_features)
 
-    ru = sub.add_parser("rubric", help="evidence rubric").add_subparsers(dest="rubric_command", required=True)
+    ru = sub.add_parser("rubric", help="evidence rubric").add_subparsers(dest="rubric_command", required=True, parser_class=_Parser)
     rs = ru.add_parser("score", help="S_pair / S_align / S_aggregate / S_evidence of predicted vs gold marked queries")
     rs.add_argument("--gold", required=True, help='JSON lines {"id", "queries": [...]} (or evidence / evidence_json)')
     rs.add_argument("--pred", required=True, help="the same format; items pair by id (else by line)")
@@ -472,31 +500,31 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --judge off, admit partial items too (default: strict only)")
     ce.set_defaults(func=_cmd_certify)
 
-    sb = sub.add_parser("sandbox", help="the Python + Cypher sandbox").add_subparsers(dest="sandbox_command", required=True)
+    sb = sub.add_parser("sandbox", help="the Python + Cypher sandbox").add_subparsers(dest="sandbox_command", required=True, parser_class=_Parser)
     sbr = sb.add_parser("run", help="run a Python file in a fresh sandbox episode")
     sbr.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
     sbr.add_argument("--code", required=True, help="Python file to run")
-    sbr.add_argument("--timeout", type=float, default=10.0, help="wall-clock seconds (default 10)")
+    sbr.add_argument("--timeout", type=_SECONDS, default=10.0, help="wall-clock seconds, finite and > 0 (default 10)")
     sbr.set_defaults(func=_cmd_sandbox_run)
 
-    tl = sub.add_parser("tools", help="the Graph-CoT function API").add_subparsers(dest="tools_command", required=True)
+    tl = sub.add_parser("tools", help="the Graph-CoT function API").add_subparsers(dest="tools_command", required=True, parser_class=_Parser)
     tc = tl.add_parser("call", help="run one call, e.g. 'NeighbourCheck[paper_3, CITES]'")
     tc.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
     tc.add_argument("call", help="RetrieveNode[text] | NodeFeature[id, feature] | NeighbourCheck[id, type] | NodeDegree[id, type]")
-    tc.add_argument("--top-k", type=int, default=1, help="RetrieveNode: how many ids (default 1)")
+    tc.add_argument("--top-k", type=_COUNT, default=1, help="RetrieveNode: how many ids (default 1)")
     tc.set_defaults(func=_cmd_tools_call)
 
     qz = sub.add_parser("quiz", help="generate QA candidates with a quizzer (JSON lines out)")
     qz.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
     qz.add_argument("--kind", required=True, choices=["template", "llm"])
-    qz.add_argument("-n", type=int, required=True, help="number of candidates")
+    qz.add_argument("-n", type=_COUNT, required=True, help="number of candidates")
     qz.add_argument("--out", required=True, help="output JSONL file (one candidate record per line)")
-    qz.add_argument("--seed", type=int, default=0)
+    qz.add_argument("--seed", type=_SIZE, default=0)
     qz.add_argument("--backend", default="transformers", choices=["transformers", "openai", "vllm"])
     qz.add_argument("--model", default=None, help="local HF model folder (default: SmolLM2-135M-Instruct)")
     qz.add_argument("--backend-options", default=None, help='JSON, e.g. {"base_url": "http://127.0.0.1:8000", "model": "m"}')
-    qz.add_argument("--max-new-tokens", type=int, default=None)
-    qz.add_argument("--max-turns", type=int, default=None)
+    qz.add_argument("--max-new-tokens", type=_COUNT, default=None)
+    qz.add_argument("--max-turns", type=_COUNT, default=None)
     qz.set_defaults(func=_cmd_quiz)
 
     demo = sub.add_parser("demo", help="materialize every asset of the default domain (--all: every domain, GRIT, transfer)")
@@ -513,11 +541,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--questions", default=None, help="JSONL of question/answer (GRBench qid/question/answer/level)")
     ev.add_argument("--db", default=None, help="graph location (default: the domain's latest snapshot)")
     ev.add_argument("--kind", default="python_cypher", help="python_cypher | graph_cot | graphrag")
-    ev.add_argument("--samples", type=int, default=3, help="sampled answers per question (CIs over them)")
-    ev.add_argument("--seed", type=int, default=0, help="the run's base seed")
-    ev.add_argument("--max-questions", type=int, default=12)
-    ev.add_argument("--max-turns", type=int, default=3)
-    ev.add_argument("--max-new-tokens", type=int, default=96)
+    ev.add_argument("--samples", type=_COUNT, default=3, help="sampled answers per question (CIs over them)")
+    ev.add_argument("--seed", type=_SIZE, default=0, help="the run's base seed")
+    ev.add_argument("--max-questions", type=_COUNT, default=12)
+    ev.add_argument("--max-turns", type=_COUNT, default=3)
+    ev.add_argument("--max-new-tokens", type=_COUNT, default=96)
     ev.add_argument("--judge", default=None, help="judge model folder (default: SmolLM2-135M-Instruct)")
     ev.add_argument("--out", default=None, help="report folder (default: data/eval_reports/<domain>/cli-<time>)")
     ev.set_defaults(func=_cmd_eval)
@@ -540,6 +568,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraphError as exc:
         err = exc.to_dict()
     except CliError as exc:
+        err = {"code": exc.code, "message": str(exc)}
+    except JsonlFileError as exc:
         err = {"code": exc.code, "message": str(exc)}
     except LLMError as exc:
         err = {"code": "llm_error", "message": " ".join(str(exc).split())}

@@ -15,21 +15,19 @@ when ``failure_reason`` says the quizzer failed.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
+from components.graph.jsonl import MAX_LINE_BYTES, JsonlFileError, read_jsonl
 from components.quizzer.candidate import FAILURE_REASONS, QUIZZER_KINDS, QACandidate
 
 __all__ = ["FILE_ERRORS", "LINE_ERRORS", "MAX_LINE_BYTES", "CandidateFileError", "CandidateLine",
            "read_candidate_lines"]
 
-#: Longer lines are refused unread (a candidate with 200-row evidence is a few hundred KiB).
-MAX_LINE_BYTES: Final = 16 * 1024 * 1024
-
 LINE_ERRORS: Final[Mapping[str, str]] = {
-    "bad_json": "the line is not UTF-8 JSON (or nests deeper than the JSON reader allows)",
+    "bad_json": "the line is not strict UTF-8 JSON (no NaN, no duplicate keys, nested at most 64 deep)",
     "not_an_object": "the line is JSON, but an array, string, number or null instead of an object",
     "missing_field": "a required field is missing",
     "bad_field": "a field has the wrong type or an unknown value",
@@ -39,6 +37,7 @@ LINE_ERRORS: Final[Mapping[str, str]] = {
 FILE_ERRORS: Final[Mapping[str, str]] = {
     "file_not_found": "the candidates file does not exist",
     "file_unreadable": "the candidates file cannot be read (permissions, a folder, an I/O error)",
+    "empty_file": "the candidates file holds no candidate line",
 }
 
 _NESTED: Final = {"axes": dict, "start_node": dict, "neighbourhood": dict, "trace": list, "evidence": list,
@@ -70,23 +69,6 @@ class _Bad(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def _lines(fh: BinaryIO) -> Iterator[tuple[int, bytes | None]]:
-    """``(line number, bytes)`` per line; ``None`` for a line over :data:`MAX_LINE_BYTES` (read
-    past in bounded chunks, never held whole)."""
-    lineno = 0
-    while True:
-        chunk = fh.readline(MAX_LINE_BYTES + 1)
-        if not chunk:
-            return
-        lineno += 1
-        if len(chunk) > MAX_LINE_BYTES and not chunk.endswith(b"\n"):
-            while chunk and not chunk.endswith(b"\n"):
-                chunk = fh.readline(1 << 20)
-            yield lineno, None
-            continue
-        yield lineno, chunk
 
 
 def _field(raw: Mapping[str, Any], name: str, kind: type) -> Any:
@@ -179,13 +161,7 @@ def _candidate(raw: Any) -> QACandidate:
     return QACandidate(**kwargs)
 
 
-def _parse_line(lineno: int, data: bytes | None) -> CandidateLine:
-    if data is None:
-        return CandidateLine(lineno, error={"code": "line_too_long", "message": f"line {lineno}: {LINE_ERRORS['line_too_long']}"})
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        return CandidateLine(lineno, error={"code": "bad_json", "message": f"line {lineno}: not JSON: {str(exc)[:200]}"})
+def _line(lineno: int, raw: Any) -> CandidateLine:
     rid = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else None
     try:
         return CandidateLine(lineno, _candidate(raw), id=rid)
@@ -197,21 +173,11 @@ def _parse_line(lineno: int, data: bytes | None) -> CandidateLine:
 
 def read_candidate_lines(path: str | Path) -> list[CandidateLine]:
     """One :class:`CandidateLine` per non-blank line of the JSONL file at ``path`` (see the module
-    docstring); :class:`CandidateFileError` when the file itself cannot be read."""
-    p = Path(path)
-    try:
-        fh = open(p, "rb")  # noqa: SIM115 - closed below; open errors are the file's errors
-    except FileNotFoundError:
-        raise CandidateFileError("file_not_found", f"{p}: {FILE_ERRORS['file_not_found']}") from None
-    except OSError as exc:
-        raise CandidateFileError("file_unreadable", f"{p}: {exc.strerror or exc}") from None
+    docstring); :class:`CandidateFileError` when the file itself cannot be used."""
     out: list[CandidateLine] = []
     try:
-        with fh:
-            for lineno, data in _lines(fh):
-                if data is not None and not data.strip():
-                    continue
-                out.append(_parse_line(lineno, data))
-    except OSError as exc:
-        raise CandidateFileError("file_unreadable", f"{p}: {exc.strerror or exc}") from None
+        for lineno, raw, error in read_jsonl(path):
+            out.append(CandidateLine(lineno, error=error) if error else _line(lineno, raw))
+    except JsonlFileError as exc:
+        raise CandidateFileError(exc.code, str(exc)) from None
     return out

@@ -32,13 +32,14 @@ strings are never matched as text.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from components.graph.jsonl import JsonlFileError, read_jsonl
 
 __all__ = [
     "LEAKAGE_WHERE",
@@ -64,11 +65,14 @@ def load_eval_questions(path: Path | str) -> list[EvalItem]:
     """Read an evaluation set (see the module docstring); blank lines are skipped, a malformed
     line raises ``ValueError`` naming the file and line."""
     items = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    try:
+        lines = list(read_jsonl(path))
+    except JsonlFileError as exc:
+        raise ValueError(str(exc)) from None
+    for n, obj, error in lines:
+        if error:
+            raise ValueError(f"{path}: {error['message']}")
         try:
-            obj = json.loads(line)
             if not isinstance(obj, dict) or not isinstance(obj.get("question"), str):
                 raise ValueError("each line must be an object with a string 'question'")  # noqa: TRY004 - a data error
             ents = obj.get("entities") or []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AuthenticationError",
+    "DamagedDatabaseError",
     "DatabaseUnavailableError",
     "DialectError",
     "GraphError",
@@ -81,6 +82,13 @@ class DatabaseUnavailableError(GraphError):
     """Missing, locked or unreadable database, or an unreachable server."""
 
     code = "database_unavailable"
+
+
+class DamagedDatabaseError(DatabaseUnavailableError):
+    """A database folder whose files are not what its import wrote (truncated, emptied, garbled,
+    replaced): refused before any query runs on it."""
+
+    code = "damaged_database"
 
 
 class AuthenticationError(GraphError):

@@ -28,6 +28,7 @@ from components.graph.errors import (
     UnsafeQueryError,
 )
 from components.graph.fingerprint import graph_fingerprints, node_digest, rel_digest
+from components.graph.manifest import verify_database
 from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple, quote_identifier
 from components.graph.values import node_dict, normalize, path_dict, rel_dict
 
@@ -105,6 +106,7 @@ class LadybugBackend:
         self.path = db_file(path)
         if not self.path.is_file():
             raise DatabaseUnavailableError(f"no Ladybug database at {path} (expected {self.path})")
+        verify_database(self.path.parent, self.path.name)  # damaged files: refused before any query
         try:
             self._db = ladybug.Database(
                 str(self.path),

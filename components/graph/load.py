@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from components.graph.errors import ImportFormatError
 from components.graph.ladybug import DB_FILENAME
+from components.graph.manifest import write_manifest
 from components.graph.schema import quote_identifier
 from components.graph.model import PROPERTY_TYPES, GraphData
 
@@ -166,7 +167,7 @@ def load_graph(data: GraphData, db_dir: str | Path, *, overwrite: bool = False) 
             relationship_types=sum(1 for rs in data.rels.values() if rs.rows),
             db_dir=str(target),
         )
-        (tmp / "import.json").write_text(json.dumps(asdict(stats), indent=2))
+        write_manifest(tmp, DB_FILENAME, asdict(stats))
         if target.exists():
             old = target.with_name(f".{target.name}.old")
             shutil.rmtree(old, ignore_errors=True)

@@ -4,8 +4,10 @@ Each JSONL line is one item: an ``id`` and its marked queries as ``queries`` (a 
 strings), ``evidence`` (evidence items with a ``query``) or ``evidence_json`` (a candidate /
 certified-dataset record); optionally ``answer`` and ``answer_type`` (then the answer metrics are
 reported too). Gold and predicted items pair by ``id`` — or by line order when neither file
-has ids. A line that is not such an item, a gold item without a prediction and a prediction
-without a gold item each give an error row; nothing is skipped silently.
+has ids. A line that is not such an item (strict JSON, :mod:`components.graph.jsonl`), an id
+given twice in one file, a gold item without a prediction and a prediction without a gold item
+each give an error row; nothing is skipped silently. A missing or empty file is a
+:class:`~components.graph.jsonl.JsonlFileError`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from components.graph.jsonl import read_jsonl
 from components.graph.schema import GraphSchema
 from components.rubric.evidence import score_evidence
 from components.rubric.metrics import answer_metrics
@@ -55,19 +58,22 @@ def _queries(obj: dict[str, Any]) -> list[str]:
 def read_marked(path: str | Path) -> list[MarkedItem | tuple[int, str]]:
     """Items, or ``(line, error)`` for lines that are not items."""
     out: list[MarkedItem | tuple[int, str]] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                if not isinstance(obj, dict):
-                    raise ValueError("expected a JSON object")
-                ident = obj.get("id")
-                out.append(MarkedItem(lineno, None if ident is None else str(ident), tuple(_queries(obj)),
-                                      obj.get("answer"), obj.get("answer_type")))
-            except ValueError as exc:
-                out.append((lineno, f"line {lineno}: {exc}"))
+    ids: set[str] = set()
+    for lineno, obj, error in read_jsonl(path):
+        if error:
+            out.append((lineno, error["message"]))
+            continue
+        try:
+            if not isinstance(obj, dict):
+                raise ValueError("expected a JSON object")
+            ident = None if obj.get("id") is None else str(obj["id"])
+            if ident is not None and ident in ids:
+                raise ValueError(f"duplicate id {ident!r} (an item would be dropped)")
+            if ident is not None:
+                ids.add(ident)
+            out.append(MarkedItem(lineno, ident, tuple(_queries(obj)), obj.get("answer"), obj.get("answer_type")))
+        except ValueError as exc:
+            out.append((lineno, f"line {lineno}: {exc}"))
     return out
 
 

@@ -254,3 +254,36 @@ def test_rubric_score_pairs_items_and_reports_every_problem(academic_db: Path, t
     assert 0.0 <= b["s_evidence"] < 0.5 and b["m"] == 1 and b["n"] == 1 and len(b["s_pair"]["matrix"]) == 1
     assert ("c", "missing_prediction") in by and ("z", "no_gold") in by
     assert any(r.get("code") == "bad_input" and r["side"] == "pred" for r in rows)
+
+
+def test_bad_inputs_are_one_json_line_each(academic_db: Path, tmp_path: Path, capsys) -> None:
+    """Numeric flags are validated, usage errors are JSON, batch files are read strictly, and a
+    duplicated id in a rubric file is reported instead of dropping an item."""
+    for argv in (["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "inf"],
+                 ["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "-1"],
+                 ["graph", "query", "--db", str(academic_db), "--query", "RETURN 1", "--limit", "-5"],
+                 ["quiz", "--db", str(academic_db), "-n", "0", "--kind", "template", "--out", "x.jsonl"],
+                 ["no-such-command"]):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        out, err = capsys.readouterr()
+        assert exit_.value.code == 2 and out == ""
+        assert json.loads(err)["error"]["code"] == "usage_error"
+    batch = tmp_path / "q.jsonl"
+    batch.write_text('{"id": 1, "query": "RETURN 1 AS one"}\n' + "[" * 5000 + "]" * 5000 + "\n"
+                     '{"id": 3, "id": 4, "query": "RETURN 1"}\n')
+    code, out, _ = _run(capsys, "graph", "query", "--db", str(academic_db), "--file", str(batch))
+    assert code == 1 and [o["ok"] for o in out] == [True, False, False]
+    assert "nested deeper" in out[1]["error"]["message"] and "duplicate key" in out[2]["error"]["message"]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    code, out, err = _run(capsys, "graph", "query", "--db", str(academic_db), "--file", str(empty))
+    assert code == 1 and out == [] and json.loads(err)["error"]["code"] == "empty_file"
+    gold, pred = tmp_path / "g.jsonl", tmp_path / "p.jsonl"
+    q = "MATCH (a:Author) RETURN count(a) AS n"
+    gold.write_text(json.dumps({"id": "a", "queries": [q]}) + "\n" + json.dumps({"id": "a", "queries": [q]}) + "\n")
+    pred.write_text(json.dumps({"id": "a", "queries": [q]}) + "\n")
+    code, out, _ = _run(capsys, "rubric", "score", "--gold", str(gold), "--pred", str(pred))
+    assert code == 1 and any("duplicate id" in (o.get("message") or "") for o in out)
+    assert sum(o["ok"] for o in out) == 1

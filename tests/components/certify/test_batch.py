@@ -24,6 +24,8 @@ BAD = {
     "non_json": (b"{not json", "bad_json"),
     "not_utf8": (b'{"id": "\xff"}', "bad_json"),
     "deep": (b"[" * 100_000 + b"]" * 100_000, "bad_json"),
+    "nan": (b'{"id": "n", "x": NaN}', "bad_json"),
+    "duplicate_key": (b'{"id": "a", "id": "b"}', "bad_json"),
     "array": (b"[1, 2]", "not_an_object"),
     "string": (b'"a candidate"', "not_an_object"),
     "number": (b"42", "not_an_object"),
@@ -75,13 +77,17 @@ def test_an_oversize_line_is_refused_without_holding_it(tmp_path: Path) -> None:
     assert lines[1].line == 2
 
 
-def test_missing_and_unreadable_files(tmp_path: Path) -> None:
+def test_missing_unreadable_and_empty_files(tmp_path: Path) -> None:
     with pytest.raises(CandidateFileError) as err:
         read_candidate_lines(tmp_path / "nope.jsonl")
     assert err.value.code == "file_not_found" and err.value.code in FILE_ERRORS
     with pytest.raises(CandidateFileError) as err:
         read_candidate_lines(tmp_path)
     assert err.value.code == "file_unreadable"
+    (tmp_path / "empty.jsonl").write_text("\n  \n")
+    with pytest.raises(CandidateFileError) as err:
+        read_candidate_lines(tmp_path / "empty.jsonl")
+    assert err.value.code == "empty_file" and err.value.code in FILE_ERRORS
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -110,11 +116,17 @@ def test_fuzzed_certify_cli_never_crashes(lines: list[bytes], contract_db: Path,
 
     f = tmp_path / "fuzz.jsonl"
     f.write_bytes(b"\n".join(lines) + b"\n")
-    expected = sum(1 for ln in lines if ln.strip())
+    text = b"\n".join(lines) + b"\n"
+    text = text[3:] if text.startswith(b"\xef\xbb\xbf") else text  # a byte-order mark is not a line
+    expected = sum(1 for ln in text.split(b"\n") if ln.strip())
     capsys.readouterr()
     code = main(["certify", "--db", str(contract_db), "--candidates", str(f)])
     out, err = capsys.readouterr()
-    assert "Traceback" not in out + err and err == ""
+    assert "Traceback" not in out + err
+    if expected == 0:  # nothing but blank lines: one error line, the empty-file code
+        assert code == 1 and out == "" and json.loads(err)["error"]["code"] == "empty_file"
+        return
+    assert err == ""
     rows = [json.loads(x) for x in out.splitlines()]
     assert len(rows) == expected
     for row in rows:
