@@ -32,7 +32,7 @@ from components.graph.manifest import verify_database
 from components.graph.schema import GraphSchema, NodeLabel, RelType, Triple, quote_identifier
 from components.graph.values import node_dict, normalize, path_dict, rel_dict
 
-__all__ = ["DB_FILENAME", "LadybugBackend", "db_file", "quote_identifier"]
+__all__ = ["DB_FILENAME", "LadybugBackend", "db_file", "power_of_two_at_least", "quote_identifier"]
 
 DB_FILENAME = "graph.lbug"
 
@@ -50,6 +50,22 @@ _TYPE_NAMES = {"BOOL": "BOOLEAN"}  # catalog spelling -> the schema's (Neo4j-neu
 # graph crashed 5 runs out of 5 at 256 MB, at a random query each time, and never at 512 MB or
 # 2 GB. The pool is reserved, not resident: RSS grows only with the pages a query touches.
 DEFAULT_BUFFER_POOL_MB = 1024
+# Ladybug reserves address space for the whole database up front (``max_db_size``, default 8 TiB)
+# on top of the buffer pool, so an open fails under an address-space limit (``ulimit -v 4000000``:
+# "Mmap for size 8796093022208 failed"). A read-only database never grows (queries' temporary
+# pages live in the buffer pool's own region): reserve the power of two >= max(256 MiB, 2 x the
+# file) — 1.25 GiB in all for a small graph with the default pool. (Measured: a 22 MB database
+# answers the fingerprint and whole-graph aggregations with max_db_size = 32 MiB.)
+MIN_MAX_DB_SIZE = 256 << 20
+
+
+def power_of_two_at_least(n: int) -> int:
+    """The engine wants ``max_db_size`` to be a power of two.
+
+    >>> power_of_two_at_least(1), power_of_two_at_least(1 << 30), power_of_two_at_least((1 << 30) + 1)
+    (1, 1073741824, 2147483648)
+    """
+    return 1 << max(int(n) - 1, 0).bit_length()
 
 
 def _convert(value: Any) -> Any:
@@ -102,17 +118,20 @@ class LadybugBackend:
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
         buffer_pool_mb: int = DEFAULT_BUFFER_POOL_MB,
         max_threads: int = 1,
+        max_db_mb: int | None = None,
     ) -> None:
         self.path = db_file(path)
         if not self.path.is_file():
             raise DatabaseUnavailableError(f"no Ladybug database at {path} (expected {self.path})")
         verify_database(self.path.parent, self.path.name)  # damaged files: refused before any query
         try:
+            max_db = max_db_mb * 1024 * 1024 if max_db_mb else max(MIN_MAX_DB_SIZE, 2 * self.path.stat().st_size)
             self._db = ladybug.Database(
                 str(self.path),
                 read_only=True,
                 buffer_pool_size=buffer_pool_mb * 1024 * 1024,
                 max_num_threads=max_threads,
+                max_db_size=power_of_two_at_least(max_db),
             )
             self._conn = ladybug.Connection(self._db, num_threads=max_threads)
             self._conn.set_query_timeout(int(timeout_ms))

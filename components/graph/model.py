@@ -16,6 +16,7 @@ from components.graph.errors import ImportFormatError
 
 __all__ = [
     "PROPERTY_TYPES",
+    "CatalogNames",
     "GraphData",
     "NodeSet",
     "Rel",
@@ -39,15 +40,90 @@ PROPERTY_TYPES = (
 _IDENT_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
+RESERVED_PREFIX_REASON = (
+    "names starting with '_' are reserved for internal keys (the query layer drops such keys "
+    "from results, so the data would be invisible)"
+)
+
+
 def validate_identifier(name: str, what: str = "identifier") -> str:
     """Labels, relationship types and property names become table/column names: only
     ``[A-Za-z_][A-Za-z0-9_]*`` is accepted (no quoting games), and ``_``-prefixed names are
-    reserved for the engine."""
+    reserved for internal keys."""
     if not isinstance(name, str) or not name or name[0].isdigit() or not set(name) <= _IDENT_OK:
         raise ImportFormatError(f"invalid {what} {name!r}: use letters, digits and '_' only")
     if name.startswith("_"):
-        raise ImportFormatError(f"invalid {what} {name!r}: names starting with '_' are reserved")
+        raise ImportFormatError(f"invalid {what} {name!r}: {RESERVED_PREFIX_REASON}")
     return name
+
+
+class CatalogNames:
+    """The embedded engine's catalog rules, checked before any table is created.
+
+    Ladybug (like Kùzu) compares table and column names case-insensitively, and node and
+    relationship tables share one namespace. So two labels ``Person`` / ``person``, a label and a
+    relationship type ``Knows`` / ``KNOWS``, or two properties ``name`` / ``Name`` of one label or
+    type cannot coexist; neither can a node property ``ID`` beside the node key ``id``. Each
+    importer registers names as it meets them (so its error names the file and line) and
+    :func:`~components.graph.load.load_graph` checks every graph once more.
+
+    >>> names = CatalogNames()
+    >>> names.table("Person", "label")
+    >>> names.table("PERSON", "label")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    components.graph.errors.ImportFormatError: labels 'Person' and 'PERSON' differ only in case ...
+    """
+
+    def __init__(self) -> None:
+        self._tables: dict[str, tuple[str, str]] = {}  # lower-cased name -> (name, kind)
+        self._columns: dict[str, dict[str, str]] = {}  # table -> lower-cased column -> column
+
+    def table(self, name: str, kind: str, path: str | None = None, line: int | None = None) -> None:
+        """Register a node table (``kind="label"``) or a relationship table
+        (``kind="relationship type"``)."""
+        seen = self._tables.setdefault(name.lower(), (name, kind))
+        if seen == (name, kind):
+            self._columns.setdefault(name, {"id": "id"} if kind == "label" else {})
+            return
+        other, other_kind = seen
+        if other_kind == kind:
+            message = (f"{kind}s {other!r} and {name!r} differ only in case: the graph engine's "
+                       f"table names are case-insensitive, so they would be one table")
+        else:
+            same = "have the same name" if other == name else "differ only in case"
+            message = (f"{other_kind} {other!r} and {kind} {name!r} {same}: node labels and "
+                       "relationship types share one case-insensitive namespace in the graph engine")
+        raise ImportFormatError(message, path=path, line=line)
+
+    def column(self, table: str, name: str, path: str | None = None, line: int | None = None) -> None:
+        """Register property ``name`` of ``table`` (registered before)."""
+        columns = self._columns[table]
+        seen = columns.setdefault(name.lower(), name)
+        if seen == name:
+            return
+        if seen == "id" and "id" in columns and self._tables[table.lower()][1] == "label":
+            message = (f"property {name!r} of {table} clashes with the node key 'id': the graph "
+                       "engine's column names are case-insensitive")
+        else:
+            message = (f"properties {seen!r} and {name!r} of {table} differ only in case: the graph "
+                       "engine's column names are case-insensitive")
+        raise ImportFormatError(message, path=path, line=line)
+
+    @classmethod
+    def check(cls, graph: GraphData, path: str | None = None) -> None:
+        """Register every label, relationship type and property of ``graph``."""
+        names = cls()
+        for label, ns in graph.nodes.items():
+            names.table(label, "label", path)
+            for row in ns.rows:
+                for key in row:
+                    if key != "id":
+                        names.column(label, key, path)
+        for rtype, rs in graph.rels.items():
+            names.table(rtype, "relationship type", path)
+            for rel in rs.rows:
+                for key in rel.properties:
+                    names.column(rtype, key, path)
 
 
 def _scalar_type(value: Any) -> str | None:

@@ -1,11 +1,23 @@
 """Helpers shared by the importers: identifier sanitising, value normalisation, final checks.
 
 Private to :mod:`components.graph.sources`; importers use these instead of re-implementing them.
+
+Rules every importer applies (each importer's docstring repeats the ones its users meet):
+
+* A label, relationship type or property name that starts with ``_`` (after Unicode folding
+  and ignoring surrounding whitespace) is refused, never sanitised away: ``_``-prefixed keys are
+  reserved for internal keys (``components.graph.values`` drops them from query results).
+* Labels and relationship types share one case-insensitive namespace, and so do the properties
+  of one label or type (:class:`~components.graph.model.CatalogNames`).
+* Integers must fit INT64 (-2**63 .. 2**63-1) and floats must be finite: nothing is silently
+  widened, rounded or turned into ``inf``. Strings must be valid Unicode (no lone surrogates).
+* A source that yields no nodes at all is an error (``... is empty``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -13,11 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from components.graph.errors import ImportFormatError
-from components.graph.model import GraphData, validate_identifier
+from components.graph.model import RESERVED_PREFIX_REASON, CatalogNames, GraphData, validate_identifier
 
 __all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "CatalogNames",
     "IdIndex",
     "check_graph",
+    "describe",
+    "reserved_name",
+    "value_problem",
     "normalize_value",
     "sanitize_identifier",
     "to_label",
@@ -27,6 +45,47 @@ __all__ = [
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _VALID = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def reserved_name(name: object) -> bool:
+    """True for a name starting with ``_`` once folded and stripped (``_id``, `` _x``, ``＿x``)."""
+    return isinstance(name, str) and unicodedata.normalize("NFKD", name).strip().startswith("_")
+
+
+def _check_reserved(name: object, what: str, path: str | None) -> None:
+    if reserved_name(name):
+        raise ImportFormatError(f"invalid {what} {describe(name)}: {RESERVED_PREFIX_REASON}", path=path)
+
+
+def describe(value: Any, limit: int = 60) -> str:
+    """A short, safe ``repr`` for error messages (long values cut, containers named)."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 5] + "…" + text[-4:]
+
+
+def value_problem(value: Any) -> str | None:
+    """Why a scalar (or each item of a list) cannot be stored as it is; ``None`` when it can.
+
+    >>> value_problem(2**63), value_problem([1.5, float("inf")]), value_problem("ok")
+    ('integer 9223372036854775808 does not fit INT64 (-2**63 .. 2**63-1)', 'number inf is not finite (out of range for a double)', None)
+    """
+    for item in value if isinstance(value, (list, tuple)) else (value,):
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int) and not INT64_MIN <= item <= INT64_MAX:
+            return f"integer {describe(item)} does not fit INT64 (-2**63 .. 2**63-1)"
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"number {item!r} is not finite (out of range for a double)"
+        if isinstance(item, str) and _SURROGATE.search(item):
+            return f"string {describe(item)} holds a lone surrogate (not valid Unicode)"
+    return None
 
 
 def _ascii_words(name: str) -> list[str]:
@@ -35,9 +94,10 @@ def _ascii_words(name: str) -> list[str]:
 
 
 def _require_words(name: str, what: str, path: str | None) -> list[str]:
+    _check_reserved(name, what, path)
     words = _ascii_words(name)
     if not words:
-        raise ImportFormatError(f"cannot turn {name!r} into a {what} name", path=path)
+        raise ImportFormatError(f"cannot turn {describe(name)} into a {what} name", path=path)
     return words
 
 
@@ -48,7 +108,10 @@ def sanitize_identifier(name: str, what: str = "identifier", path: str | None = 
 
     >>> sanitize_identifier("Movie"), sanitize_identifier("first name"), sanitize_identifier("2nd")
     ('Movie', 'first_name', 'n2nd')
+
+    A name starting with ``_`` is refused (see the module docstring), not sanitised to ``id``.
     """
+    _check_reserved(name, what, path)
     if isinstance(name, str) and _VALID.match(name):
         return name
     out = "_".join(_require_words(str(name), what, path))
@@ -123,10 +186,16 @@ class IdIndex:
         return label in self._labels.get(node_id, ())
 
 
-def check_graph(graph: GraphData, path: str | Path | None = None) -> GraphData:
-    """Check ids are unique within each label and every relationship endpoint exists, then
-    infer property types. Returns ``graph``."""
+def check_graph(
+    graph: GraphData, path: str | Path | None = None, empty: str = "the source is empty: it holds no nodes"
+) -> GraphData:
+    """Check the graph has nodes, ids are unique within each label, every relationship endpoint
+    exists and names follow the engine's catalog rules, then infer property types.
+    Returns ``graph``."""
     where = None if path is None else str(path)
+    if graph.node_count == 0:
+        raise ImportFormatError(empty, path=where)
+    CatalogNames.check(graph, where)
     ids: dict[str, set[str]] = {}
     for label, ns in graph.nodes.items():
         seen = ids[label] = set()

@@ -31,6 +31,29 @@ Everything else — ``MERGE``, ``SET``, ``DELETE``, ``REMOVE``, ``UNWIND``, ``FO
 ``LOAD CSV``, ``OPTIONAL MATCH``, ``UNION``, parameters, non-literal expressions, undirected or
 variable-length relationships, unknown variables — is an :class:`ImportFormatError` naming the
 script line.
+
+Input rules, checked so that bad input is refused quickly and with its line:
+
+* Limits, enforced by the statement splitter in one linear pass *before* anything is parsed
+  (the parser needs ~3 s and ~120 MB per MiB of patterns): a string literal or backticked name
+  of at most ``MAX_LITERAL_CHARS`` (1 MiB), a comment of at most ``MAX_COMMENT_CHARS`` (1 MiB),
+  a statement of at most ``MAX_STATEMENT_CHARS`` (2 MiB), ``( [ {`` nested at most
+  ``MAX_NESTING`` (32) deep. An unterminated string, backticked name or ``/*`` comment is
+  refused with the line where it opens.
+* Literal values must fit: integers INT64 (-2**63 .. 2**63-1, ``-9223372036854775808``
+  included), floats finite (``1e400`` is refused, not stored as ``inf``), strings valid Unicode
+  (``\\uD83D\\uDE00`` is one character; a lone surrogate escape or one beyond U+10FFFF is
+  refused).
+* Names: a label, type or property key starting with ``_`` — ``{_id: 1}`` — is refused: such
+  keys are reserved for internal keys (the query layer drops them from results; before this
+  rule ``_id`` was silently sanitised into the node id). Labels and relationship types share the
+  graph engine's case-insensitive namespace, and so do the properties of one label or type:
+  ``(:Person)`` and ``(:person)``, a label ``Knows`` and a type ``KNOWS``, properties ``name``
+  and ``Name`` of one label, or a node property ``ID`` beside the node key are errors naming
+  both names, on the line where the second one appears. ``from`` / ``to`` are ordinary
+  relationship properties. An ``id`` property must not be empty.
+* A script without statements (empty, only whitespace/comments) or that creates no node is an
+  error (``... is empty``).
 """
 
 from __future__ import annotations
@@ -49,10 +72,18 @@ from cypherast.errors import CypherastError
 from cypherast.parser import Parser
 
 from components.graph.errors import GraphError, ImportFormatError
-from components.graph.model import GraphData
-from components.graph.sources._common import check_graph, sanitize_identifier
+from components.graph.model import CatalogNames, GraphData
+from components.graph.sources._common import check_graph, sanitize_identifier, value_problem
 
-__all__ = ["Statement", "read_cypher_script", "split_statements"]
+__all__ = [
+    "MAX_COMMENT_CHARS",
+    "MAX_LITERAL_CHARS",
+    "MAX_NESTING",
+    "MAX_STATEMENT_CHARS",
+    "Statement",
+    "read_cypher_script",
+    "split_statements",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,77 +100,190 @@ class Statement:
     line: int
 
 
-_LEXEMES = re.compile(
-    r"""
-      (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
-    | (?P<tick>`(?:[^`]|``)*`)
-    | (?P<comment>//[^\n]*|/\*.*?\*/)
-    | (?P<semi>;)
-    """,
-    re.S | re.X,
+MAX_LITERAL_CHARS = 1 << 20
+"""Longest string literal or backticked name (1 MiB characters)."""
+MAX_COMMENT_CHARS = 1 << 20
+"""Longest comment (1 MiB characters)."""
+MAX_STATEMENT_CHARS = 1 << 21
+"""Longest statement (2 MiB characters; parsing costs ~3 s and ~120 MB per MiB of patterns)."""
+MAX_NESTING = 32
+"""Deepest nesting of ``( [ {`` in a statement."""
+
+_SPECIAL = re.compile(r"""['"`;()\[\]{}]|//|/\*""")
+_STRING_END = {"'": re.compile(r"[\\']"), '"': re.compile(r'[\\"]')}
+_ESCAPE = re.compile(
+    r"\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.))",
+    re.S,
 )
-_ESCAPE = re.compile(r"\\(u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)
 _REESCAPE = {"\\": "\\\\", "'": "\\'", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _decode_unicode_escapes(literal: str) -> str:
     """Replace ``\\uXXXX`` escapes inside a string literal by the character (cypherast 0.1.12
-    decodes them as ``uXXXX``); other escapes are left for the parser."""
+    decodes them as ``uXXXX``); other escapes are left for the parser. A surrogate pair
+    ``\\uD83D\\uDE00`` is one character; a lone surrogate or a code point beyond U+10FFFF is a
+    ``ValueError``."""
 
     def repl(m: re.Match[str]) -> str:
-        esc = m.group(1)
+        if m.group(1):
+            high, low = int(m.group(1), 16), int(m.group(2), 16)
+            ch = chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+            return ch
+        esc = m.group(3)
         if esc[0] in "uU" and len(esc) > 1:
-            ch = chr(int(esc[1:], 16))
+            code = int(esc[1:], 16)
+            if 0xD800 <= code <= 0xDFFF:
+                raise ValueError(f"\\{esc} is a lone surrogate (not a character)")
+            if code > 0x10FFFF:
+                raise ValueError(f"\\{esc} is beyond U+10FFFF (not a character)")
+            ch = chr(code)
             return _REESCAPE.get(ch, ch)
         return m.group(0)
 
+    if "\\" not in literal:
+        return literal
     return _ESCAPE.sub(repl, literal)
 
 
-def split_statements(script: str) -> list[Statement]:
+class _Lines:
+    """Line numbers of increasing positions in ``text``, in linear total time."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line = text, 0, 1
+
+    def at(self, pos: int) -> int:
+        if pos < self.pos:  # rare (error messages about an earlier point): count from the start
+            return self.text.count("\n", 0, pos) + 1
+        self.line += self.text.count("\n", self.pos, pos)
+        self.pos = pos
+        return self.line
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} characters"
+
+
+def split_statements(script: str, path: str | None = None) -> list[Statement]:
     """Split at top-level ``;``; drop statements that hold only whitespace and comments.
 
     Comments are blanked (their newlines kept), so line ``k`` of a statement's ``text`` is script
-    line ``line + k - 1``.
+    line ``line + k - 1``. One linear pass, which also enforces the input limits
+    (``MAX_LITERAL_CHARS``, ``MAX_COMMENT_CHARS``, ``MAX_STATEMENT_CHARS``, ``MAX_NESTING``) and
+    refuses unterminated strings, backticked names and ``/*`` comments — each an
+    :class:`ImportFormatError` naming ``path`` and the line.
 
     >>> [(s.line, s.text) for s in split_statements("CREATE (:A {n: ';'}); // c\\nCREATE (:B);")]
     [(1, "CREATE (:A {n: ';'})"), (1, '  \\nCREATE (:B)')]
     """
     out: list[Statement] = []
     parts: list[str] = []
-    start, line, has_code = 0, 1, False
+    lines = _Lines(script)
+    n = len(script)
+    stmt_start, stmt_line, depth, has_code = 0, 1, 0, False
 
-    def flush() -> None:
+    def fail(message: str, pos: int) -> ImportFormatError:
+        return ImportFormatError(message, path=path, line=lines.at(pos))
+
+    def flush(end: int) -> None:
         nonlocal has_code
+        if end - stmt_start > MAX_STATEMENT_CHARS:
+            raise fail(f"statement longer than {_size(MAX_STATEMENT_CHARS)} (split it at ';')", stmt_start)
         if has_code:
-            out.append(Statement("".join(parts), line))
+            out.append(Statement("".join(parts), stmt_line))
         parts.clear()
         has_code = False
 
     pos = 0
-    for m in _LEXEMES.finditer(script):
-        gap = script[pos : m.start()]
-        parts.append(gap)
-        has_code = has_code or gap.strip() != ""
-        pos = m.end()
-        kind = m.lastgroup
-        if kind == "semi":
-            flush()
-            line += script.count("\n", start, m.end())
-            start = m.end()
-        elif kind == "str":
-            parts.append(_decode_unicode_escapes(m.group()))
+    while True:
+        m = _SPECIAL.search(script, pos)
+        start = m.start() if m else n
+        if start - stmt_start > MAX_STATEMENT_CHARS:
+            raise fail(f"statement longer than {_size(MAX_STATEMENT_CHARS)} (split it at ';')", stmt_start)
+        gap = script[pos:start]
+        if gap:
+            parts.append(gap)
+            has_code = has_code or not gap.isspace()
+        if m is None:
+            break
+        tok = m.group()
+        if tok == ";":
+            flush(start)
+            stmt_start, stmt_line, depth = m.end(), lines.at(start), 0
+            pos = m.end()
+        elif tok in "([{":
+            depth += 1
+            if depth > MAX_NESTING:
+                raise fail(f"brackets nested more than {MAX_NESTING} levels deep", start)
+            parts.append(tok)
+            has_code, pos = True, m.end()
+        elif tok in ")]}":
+            depth = max(depth - 1, 0)
+            parts.append(tok)
+            has_code, pos = True, m.end()
+        elif tok in ("'", '"'):
+            pos = _string_end(script, start, tok, fail)
+            try:
+                parts.append(_decode_unicode_escapes(script[start:pos]))
+            except ValueError as exc:
+                raise fail(f"string literal: {exc}", start) from None
             has_code = True
-        elif kind == "tick":
-            parts.append(m.group())
+        elif tok == "`":
+            pos = _backtick_end(script, start, fail)
+            parts.append(script[start:pos])
             has_code = True
         else:  # comment: a space, plus its newlines so parser line numbers stay right
-            parts.append(" " + "\n" * m.group().count("\n"))
-    tail = script[pos:]
-    parts.append(tail)
-    has_code = has_code or (tail.strip() != "")
-    flush()
+            pos = _comment_end(script, start, tok, fail)
+            parts.append(" " + "\n" * script.count("\n", start, pos))
+    flush(n)
     return out
+
+
+def _string_end(script: str, start: int, quote: str, fail: Callable[[str, int], Exception]) -> int:
+    """End (exclusive) of the string literal opening at ``start``."""
+    limit = min(len(script), start + MAX_LITERAL_CHARS + 2)
+    i = start + 1
+    pattern = _STRING_END[quote]
+    while True:
+        m = pattern.search(script, i, limit)
+        if m is None:
+            if limit < len(script):
+                raise fail(f"string literal longer than {_size(MAX_LITERAL_CHARS)}", start)
+            raise fail("Unterminated string literal (opened here)", start)
+        if m.group() == quote:
+            return m.end()
+        i = m.end() + 1  # skip the escaped character
+
+
+def _backtick_end(script: str, start: int, fail: Callable[[str, int], Exception]) -> int:
+    limit = min(len(script), start + MAX_LITERAL_CHARS + 2)
+    i = start + 1
+    while True:
+        j = script.find("`", i, limit)
+        if j < 0:
+            if limit < len(script):
+                raise fail(f"backticked name longer than {_size(MAX_LITERAL_CHARS)}", start)
+            raise fail("Unterminated backticked name (opened here)", start)
+        if script.startswith("``", j):  # `` is an escaped backtick
+            i = j + 2
+            continue
+        return j + 1
+
+
+def _comment_end(script: str, start: int, tok: str, fail: Callable[[str, int], Exception]) -> int:
+    limit = min(len(script), start + MAX_COMMENT_CHARS + 2)
+    if tok == "//":
+        j = script.find("\n", start, limit)
+        if j >= 0:
+            return j
+        if limit < len(script):
+            raise fail(f"comment longer than {_size(MAX_COMMENT_CHARS)}", start)
+        return limit
+    j = script.find("*/", start + 2, limit)
+    if j >= 0:
+        return j + 2
+    if limit < len(script) and script.find("*/", limit - 1) >= 0:
+        raise fail(f"comment longer than {_size(MAX_COMMENT_CHARS)}", start)
+    raise fail("Unterminated /* comment (opened here, never closed with */)", start)
 
 
 _SCHEMA_STATEMENT = re.compile(
@@ -187,10 +331,20 @@ def _parse(stmt: Statement, where: str) -> a.AstNode:
     try:
         return _LineParser(stmt.text, dialect=_DIALECT).parse()
     except CypherastError as exc:
-        rel = exc.position.line if exc.position is not None else 1
-        message = _POSITION_PREFIX.sub("", str(exc).splitlines()[0])
+        position = getattr(exc, "position", None)
+        rel = position.line if position is not None else 1
+        message = _POSITION_PREFIX.sub("", (str(exc).splitlines() or [type(exc).__name__])[0])
         line = stmt.line + rel - 1
         raise ImportFormatError(f"syntax error: {message}", path=where, line=line) from None
+    except (RecursionError, MemoryError):
+        raise ImportFormatError(
+            "statement too complex to parse (nested too deeply)", path=where, line=stmt.line
+        ) from None
+    except Exception as exc:  # the third-party parser failing on odd input: still the input's fault
+        raise ImportFormatError(
+            f"syntax error: the parser could not read this statement ({type(exc).__name__})",
+            path=where, line=stmt.line,
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,9 +364,9 @@ def _literal(expr: a.AstNode) -> Any:
     if isinstance(expr, a.Null):
         return None
     if isinstance(expr, (a.Boolean, a.Integer, a.Float, a.String)):
-        return expr.this
+        return _checked(expr.this, expr)
     if isinstance(expr, a.Neg) and isinstance(expr.this, (a.Integer, a.Float)):
-        return -expr.this.this
+        return _checked(-expr.this.this, expr)
     if isinstance(expr, a.List):
         return _list_literal([_literal(e) for e in expr.expressions], expr)
     if isinstance(expr, a.FunctionCall) and str(expr.name).lower() == "date":
@@ -224,6 +378,14 @@ def _literal(expr: a.AstNode) -> Any:
     if isinstance(expr, a.Map):
         raise _Fail("a map is not a property value", expr)
     raise _Fail(f"only literal values are supported, found {type(expr).__name__}", expr)
+
+
+def _checked(value: Any, node: a.AstNode) -> Any:
+    """Integers must fit INT64, floats be finite, strings valid Unicode (nothing is widened)."""
+    problem = value_problem(value)
+    if problem:
+        raise _Fail(problem, node)
+    return value
 
 
 def _list_literal(values: list[Any], node: a.AstNode) -> list[Any]:
@@ -314,12 +476,15 @@ class _Store:
     by_label: dict[str, list[_Node]] = field(default_factory=dict)
     ids: dict[str, set[str]] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    names: CatalogNames = field(default_factory=CatalogNames)
     _index: dict[tuple[str, str], dict[Any, list[_Node]]] = field(default_factory=dict)
 
     def create(self, labels: tuple[str, ...], props: dict[str, Any], node: a.AstNode) -> _Node:
         label = labels[0]
         if len(labels) > 1 and "labels" in props:
             raise _Fail("a node with several labels cannot also have a 'labels' property", node)
+        columns = [k for k in props if k != "id"] + (["labels"] if len(labels) > 1 else [])
+        _register(self.names, label, "label", columns, node)
         node_id = self._node_id(label, props, node)
         created = _Node(labels, node_id, props)
         self.nodes.append(created)
@@ -336,6 +501,8 @@ class _Store:
             if isinstance(props["id"], list):
                 raise _Fail("an 'id' property must be a scalar", node)
             node_id = str(props["id"])
+            if node_id == "":
+                raise _Fail("an 'id' property must not be empty", node)
         else:
             self.counters[label] = self.counters.get(label, 0) + 1
             node_id = f"{label}:{self.counters[label]}"
@@ -364,6 +531,15 @@ class _Store:
                 if n.props.get(key) is not None:
                     idx.setdefault(_key(n.props[key]), []).append(n)
         return idx
+
+
+def _register(names: CatalogNames, table: str, kind: str, columns: Iterable[str], node: a.AstNode) -> None:
+    try:
+        names.table(table, kind)
+        for column in columns:
+            names.column(table, column)
+    except ImportFormatError as exc:
+        raise _Fail(exc.message, node) from None
 
 
 def _matches(node: _Node, labels: Iterable[str], props: dict[str, Any]) -> bool:
@@ -519,6 +695,7 @@ class _Interpreter:
         src, dst = (left, right) if rp.direction is a.Direction.OUTGOING else (right, left)
         props = {k: v for k, v in _property_map(rp.properties).items() if v is not None}
         rtype = _ident(types[0], "relationship type", rp)
+        _register(self.store.names, rtype, "relationship type", props, rp)
         self.graph.add_rel(rtype, (src.label, src.id), (dst.label, dst.id), props)
 
     # -- WITH --------------------------------------------------------------------------------
@@ -565,7 +742,7 @@ class _Interpreter:
                 props["labels"] = list(node.labels[1:])
             nodes_first.add_node(node.label, node.id, props)
         nodes_first.rels = self.graph.rels
-        return check_graph(nodes_first, self.where)
+        return check_graph(nodes_first, self.where, "the script is empty: it creates no nodes")
 
 
 def _line_of(node: a.AstNode | None) -> int:
@@ -618,7 +795,12 @@ def read_cypher_script(path: str | Path) -> GraphData:
         raise ImportFormatError("no such file", path=where) from None
     except UnicodeDecodeError as exc:
         raise ImportFormatError(f"not UTF-8 text: {exc.reason}", path=where) from None
+    except OSError as exc:
+        raise ImportFormatError(f"cannot read the file: {exc.strerror or exc}", path=where) from None
+    statements = split_statements(text, where)
+    if not statements:
+        raise ImportFormatError("the script is empty: no statements, only whitespace and comments", path=where)
     interpreter = _Interpreter(where)
-    for stmt in split_statements(text):
+    for stmt in statements:
         interpreter.run(stmt)
     return interpreter.result()
