@@ -47,7 +47,7 @@ demo: setup
 	$(BIN)/graphdojo demo
 
 test: setup
-	$(BIN)/ruff check --select F,E9 components assets orchestration tests benchmarks
+	$(BIN)/ruff check components assets orchestration tests benchmarks
 	PATH="$(CURDIR)/$(DVC_VENV)/bin:$$PATH" $(BIN)/python -m pytest -q
 
 bench: setup
@@ -62,9 +62,10 @@ repro: setup
 	PATH="$(CURDIR)/$(DVC_VENV)/bin:$$PATH" dvc repro
 
 # the Dagster UI with its daemon (sensor, nightly schedule) on http://127.0.0.1:3000
+# (the instance `graphdojo demo` records its runs in: <data root>/dagster_home)
 ui: setup
-	mkdir -p .dagster_home
-	DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/.dagster_home} $(BIN)/dagster dev -m orchestration.definitions -h 127.0.0.1 -p 3000
+	mkdir -p data/dagster_home
+	DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/data/dagster_home} $(BIN)/dagster dev -m orchestration.definitions -h 127.0.0.1 -p 3000
 
 clean:
 	rm -rf data .dagster_home

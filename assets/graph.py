@@ -1,103 +1,67 @@
-"""Graph layer: the ``<domain>/graph_snapshot`` asset and its checks."""
-
+"""Graph layer: the ``<domain>/graph_snapshot`` asset and its check."""
 
 import dagster as dg
 
-from assets.resources import ArtifactStore, GraphBackendResource
+from assets.artifacts import artifact_output, layer_asset, materialize_asset
+from assets.resources import ArtifactStore
 from components.graph.schema import GraphSchema
-from components.graph.snapshot import SNAPSHOT_VERSION, SourceSpec, build_snapshot, source_fingerprint
-from components.store import ArtifactRecord
+from components.graph.snapshot import GRAPH_SNAPSHOT, SourceSpec
+from components.store.artifact import Artifact
 
 __all__ = ["GROUP", "graph_snapshot_asset", "snapshot_key"]
 
 GROUP = "graph"
+SCHEMA_COLUMNS = [dg.TableColumn(c, t) for c, t in (("kind", "string"), ("name", "string"), ("pattern", "string"))]
 
 
 def snapshot_key(domain: str) -> dg.AssetKey:
     return dg.AssetKey([domain, "graph_snapshot"])
 
 
-def _schema_table(schema: "GraphSchema") -> dg.TableMetadataValue:
-    rows = [
-        dg.TableRecord({"kind": "node", "name": n.label, "pattern": f"(:{n.label})", "count": n.count})
-        for n in schema.node_labels
-    ] + [
-        dg.TableRecord(
-            {"kind": "relationship", "name": r.type, "pattern": f"(:{t.source})-[:{r.type}]->(:{t.target})", "count": t.count}
-        )
+def _schema_table(schema: GraphSchema) -> dg.TableMetadataValue:
+    nodes = [
+        {"kind": "node", "name": n.label, "pattern": f"(:{n.label})", "count": n.count} for n in schema.node_labels
+    ]
+    rels = [
+        {
+            "kind": "relationship",
+            "name": r.type,
+            "pattern": f"(:{t.source})-[:{r.type}]->(:{t.target})",
+            "count": t.count,
+        }
         for r in schema.rel_types
         for t in r.triples
     ]
-    return dg.MetadataValue.table(
-        rows,
-        schema=dg.TableSchema(
-            columns=[
-                dg.TableColumn("kind", "string"),
-                dg.TableColumn("name", "string"),
-                dg.TableColumn("pattern", "string"),
-                dg.TableColumn("count", "int"),
-            ]
-        ),
-    )
+    columns = [*SCHEMA_COLUMNS, dg.TableColumn("count", "int")]
+    return dg.MetadataValue.table([dg.TableRecord(r) for r in nodes + rels], schema=dg.TableSchema(columns=columns))
+
+
+def _metadata(art: Artifact, source: SourceSpec) -> dict:
+    schema = GraphSchema.from_json(art.summary["schema"])
+    out = {"backend": art.summary["backend"], "location": dg.MetadataValue.path(str(art.path))}
+    out.update(nodes=schema.node_count, relationships=schema.rel_count, schema=_schema_table(schema))
+    out["schema_text"] = dg.MetadataValue.md(f"```\n{schema.to_text()}\n```")
+    out["source"] = dg.MetadataValue.json(source.to_json())
+    return out
 
 
 def graph_snapshot_asset(domain: str, source: SourceSpec, description: str = "") -> list:
     """The snapshot asset of one domain plus a blocking check that the graph is non-empty."""
-    key = snapshot_key(domain)
+    key, kinds = snapshot_key(domain), {"neo4j" if source.format == "neo4j" else "ladybug"}
+    text = f"Graph snapshot of the {domain} domain. {description}".strip()
 
-    @dg.asset(
-        key=key,
-        group_name=GROUP,
-        code_version=SNAPSHOT_VERSION,
-        kinds={"ladybug" if source.format != "neo4j" else "neo4j"},
-        description=f"Graph snapshot of the {domain} domain. {description}".strip(),
-        tags={"domain": domain, "layer": "graph"},
-    )
-    def _snapshot(
-        context: dg.AssetExecutionContext, store: ArtifactStore, graph: GraphBackendResource
-    ) -> dg.MaterializeResult:
-        source_fp = source_fingerprint(source)  # what the sensor and the nightly schedule compare
-        snap = build_snapshot(domain, source, store.layer_dir("graphs", domain))
-        with graph.open(snap.location) as backend:  # the stored snapshot opens read-only
-            if backend.schema() != snap.schema:
-                raise RuntimeError(f"stored snapshot {snap.location} does not match what was imported")
-        store.catalog().record(
-            ArtifactRecord(
-                asset="graph_snapshot",
-                domain=domain,
-                fingerprint=snap.fingerprint,
-                config=source.to_json(),
-                row_counts=snap.counts,
-                path=snap.location,
-                metadata={"schema": snap.schema.to_json(), "backend": snap.backend, "parts": dict(snap.parts),
-                          "source_fingerprint": source_fp},
-            )
-        )
-        context.log.info(f"{domain}: {snap.counts} fingerprint={snap.fingerprint}")
-        return dg.MaterializeResult(
-            metadata={
-                "fingerprint": snap.fingerprint,
-                "backend": snap.backend,
-                "location": dg.MetadataValue.path(snap.location),
-                "nodes": snap.schema.node_count,
-                "relationships": snap.schema.rel_count,
-                "schema": _schema_table(snap.schema),
-                "schema_text": dg.MetadataValue.md(f"```\n{snap.schema.to_text()}\n```"),
-                "source": dg.MetadataValue.json(source.to_json()),
-            },
-            data_version=dg.DataVersion(snap.fingerprint),
-        )
+    @layer_asset(GRAPH_SNAPSHOT, key, {}, kinds, text, group=GROUP)
+    def _snapshot(context: dg.AssetExecutionContext, store: ArtifactStore) -> dg.Output[Artifact]:
+        art = materialize_asset(context, store, GRAPH_SNAPSHOT, {}, source)
+        return artifact_output(art, _metadata(art, source))
 
     @dg.asset_check(
-        asset=key, name="graph_non_empty", blocking=True,
-        description="The graph has nodes and relationships.",
+        asset=key, name="graph_non_empty", blocking=True, description="The graph has nodes and relationships."
     )
-    def _non_empty(context: dg.AssetCheckExecutionContext, store: ArtifactStore) -> dg.AssetCheckResult:
-        rec = store.catalog().latest("graph_snapshot", domain)
-        counts = dict(rec.row_counts) if rec else {}
+    def _non_empty(graph_snapshot: Artifact) -> dg.AssetCheckResult:
+        counts = {k: int(v) for k, v in graph_snapshot.counts.items()}
         return dg.AssetCheckResult(
-            passed=bool(counts.get("nodes")) and bool(counts.get("relationships")),
-            metadata={k: int(v) for k, v in counts.items()},
+            passed=bool(counts.get("nodes")) and bool(counts.get("relationships")), metadata=counts
         )
 
     return [_snapshot, _non_empty]

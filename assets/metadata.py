@@ -5,7 +5,7 @@ from typing import Any
 
 import dagster as dg
 
-__all__ = ["counts_table", "records_table"]
+__all__ = ["counts_table", "md_table", "records_table"]
 
 
 def counts_table(counts: Mapping[str, int], key: str) -> dg.TableMetadataValue:
@@ -27,3 +27,13 @@ def records_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str
         [dg.TableRecord({name: _cell(r.get(name)) for name, _ in columns}) for r in rows],
         schema=dg.TableSchema(columns=[dg.TableColumn(name, typ) for name, typ in columns]),
     )
+
+
+def md_table(rows: Sequence[Mapping[str, Any]]) -> dg.MarkdownMetadataValue:
+    """``rows`` (same keys) as a Markdown table (``|`` escaped)."""
+    if not rows:
+        return dg.MetadataValue.md("(none)")
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(r.get(c, "")).replace("|", "\\|") for c in cols) + " |" for r in rows]
+    return dg.MetadataValue.md("\n".join(lines))

@@ -16,7 +16,7 @@ It also times the one-by-one path (:func:`~components.certify.certifier.certify`
 sandbox *process* per candidate) on a subset, which is what the fork server replaced, and
 prints the CPU time of this process and of the sandbox processes per candidate.
 
-Targets (issue 5): certify ≥ 0.8× the floor's throughput and ≥ 200 candidates/s.
+Targets: certify ≥ 0.8× the floor's throughput and ≥ 200 candidates/s.
 
 With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/base
 <commit>``) it instead times ``certify_many`` of *that* tree against this one on the same graph and
@@ -89,10 +89,14 @@ def main() -> None:
             fingerprint = backend.fingerprint()
             print(f"  {schema.node_count} nodes, {schema.rel_count} relationships")
             t0 = time.perf_counter()
-            cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=args.seed).generate(args.candidates)
-            print(f"candidates: {len(cands)} template candidates in {time.perf_counter() - t0:.1f} s "
-                  f"({sum(len(c.evidence) for c in cands)} evidence queries, "
-                  f"{len({e['query'] for c in cands for e in c.evidence})} distinct texts)")
+            cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=args.seed).generate(
+                args.candidates
+            )
+            print(
+                f"candidates: {len(cands)} template candidates in {time.perf_counter() - t0:.1f} s "
+                f"({sum(len(c.evidence) for c in cands)} evidence queries, "
+                f"{len({e['query'] for c in cands for e in c.evidence})} distinct texts)"
+            )
         for c in cands:
             c.meta["snapshot_fingerprint"] = fingerprint
         prep = ReadOnlyQueryPath(LadybugBackend(db), schema=schema)
@@ -134,7 +138,9 @@ def main() -> None:
             qp = ReadOnlyQueryPath(b, schema=schema)
             t = time.perf_counter()
             for c in subset:
-                certify(c, schema=schema, query_path=qp, snapshot_fingerprint=fingerprint, current_fingerprint=fingerprint)
+                certify(
+                    c, schema=schema, query_path=qp, snapshot_fingerprint=fingerprint, current_fingerprint=fingerprint
+                )
             one_by_one = (time.perf_counter() - t) / max(len(subset), 1)
 
     n = len(cands)
@@ -146,13 +152,19 @@ def main() -> None:
     print(f"{'floor (raw re-execution)':<26}{f:>10.3f}{n / f:>10.1f}{1.0:>10.2f}")
     print(f"{'certify (cold caches)':<26}{c:>10.3f}{n / c:>10.1f}{f / c:>10.2f}")
     print(f"{'certify (warm caches)':<26}{w:>10.3f}{n / w:>10.1f}{f / w:>10.2f}")
-    print(f"{'one by one (process/cand)':<26}{one_by_one * n:>10.3f}{1 / one_by_one:>10.1f}{f / (one_by_one * n):>10.2f}"
-          f"   (measured on {len(subset)}, scaled)")
-    print(f"CPU per candidate (cold): this process {me / n * 1e3:.2f} ms, sandbox processes {kids / n * 1e3:.2f} ms; "
-          f"floor {f / n * 1e3:.2f} ms wall")
-    print(f"targets: >= 0.8x floor -> {f / c:.2f}x cold / {f / w:.2f}x warm "
-          f"({'met' if f / c >= 0.8 else 'NOT met'}); >= 200 cand/s -> {n / c:.0f} cold / {n / w:.0f} warm "
-          f"({'met' if n / c >= 200 else 'NOT met'})")
+    print(
+        f"{'one by one (process/cand)':<26}{one_by_one * n:>10.3f}{1 / one_by_one:>10.1f}{f / (one_by_one * n):>10.2f}"
+        f"   (measured on {len(subset)}, scaled)"
+    )
+    print(
+        f"CPU per candidate (cold): this process {me / n * 1e3:.2f} ms, sandbox processes {kids / n * 1e3:.2f} ms; "
+        f"floor {f / n * 1e3:.2f} ms wall"
+    )
+    print(
+        f"targets: >= 0.8x floor -> {f / c:.2f}x cold / {f / w:.2f}x warm "
+        f"({'met' if f / c >= 0.8 else 'NOT met'}); >= 200 cand/s -> {n / c:.0f} cold / {n / w:.0f} warm "
+        f"({'met' if n / c >= 200 else 'NOT met'})"
+    )
 
 
 # Run in a child process with PYTHONPATH = the tree under test: certify the JSONL candidates on
@@ -194,7 +206,9 @@ def compare_with_baseline(args: argparse.Namespace) -> None:
         with LadybugBackend(db) as backend:
             schema = backend.schema()
             fingerprint = backend.fingerprint()
-            cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=args.seed).generate(args.candidates)
+            cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=args.seed).generate(
+                args.candidates
+            )
         with cands_path.open("w") as fh:
             for c in cands:
                 c.meta["snapshot_fingerprint"] = fingerprint
@@ -205,8 +219,14 @@ def compare_with_baseline(args: argparse.Namespace) -> None:
         for _ in range(args.reps):
             for name, tree in trees.items():
                 env = {**os.environ, "PYTHONPATH": str(tree)}
-                out = subprocess.run([sys.executable, "-c", _TIMED, str(db), str(cands_path)], env=env, cwd=tree,
-                                     capture_output=True, text=True, check=True)
+                out = subprocess.run(
+                    [sys.executable, "-c", _TIMED, str(db), str(cands_path)],
+                    env=env,
+                    cwd=tree,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
                 got = json.loads(out.stdout.strip().splitlines()[-1])
                 walls[name].append(got["wall"])
                 statuses[name] = got["statuses"]

@@ -42,16 +42,21 @@ def main() -> None:
             valid, faults, rows = h.certify_cases(ReadOnlyQueryPath(backend, schema=schema), schema, fp, server)
             took = time.perf_counter() - t0
     questions = len({c.question.id for c in valid})
-    print(f"graph: {stats.nodes} nodes, {stats.relationships} relationships; {questions} questions, "
-          f"{len(valid)} valid candidates ({Counter(c.style for c in valid)}), {len(faults)} fault variants; "
-          f"made and certified in {took:.1f} s")
+    print(
+        f"graph: {stats.nodes} nodes, {stats.relationships} relationships; {questions} questions, "
+        f"{len(valid)} valid candidates ({Counter(c.style for c in valid)}), {len(faults)} fault variants; "
+        f"made and certified in {took:.1f} s"
+    )
     ok_valid = [(c, cert) for c, cert in rows if c.kind == "valid"]
     rejected = sum(cert.status == "hard_failure" for _, cert in ok_valid)
     as_stated = sum(h.matches(c.expect, cert) for c, cert in ok_valid)
-    got = Counter(cert.status if cert.status == "strict" else f"{cert.status}:{','.join(cert.reasons)}"
-                  for _, cert in ok_valid)
-    print(f"valid: {len(ok_valid)}; rejected {rejected} ({rejected / len(ok_valid):.1%}); "
-          f"status as the question file states: {as_stated}/{len(ok_valid)}; {dict(got)}")
+    got = Counter(
+        cert.status if cert.status == "strict" else f"{cert.status}:{','.join(cert.reasons)}" for _, cert in ok_valid
+    )
+    print(
+        f"valid: {len(ok_valid)}; rejected {rejected} ({rejected / len(ok_valid):.1%}); "
+        f"status as the question file states: {as_stated}/{len(ok_valid)}; {dict(got)}"
+    )
     print("| fault kind | expected outcome | injected | expected outcome got | strict |")
     print("|---|---|---|---|---|")
     for row in h.fault_table(rows):

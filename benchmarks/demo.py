@@ -70,25 +70,35 @@ def main() -> None:
     env = {**os.environ, "GRAPHDOJO_DATA": str(data), "DAGSTER_HOME": str(home)}
     try:
         startup, _ = _run(["domains"], env)
-        first, (line1,) = _run(["demo"], env)
+        first, (line1,) = _run(["demo", "--json"], env)
         rows1 = _catalog_rows(data)
-        second, (line2,) = _run(["demo"], env)
+        second, (line2,) = _run(["demo", "--json"], env)
         rows2 = _catalog_rows(data)
         steps = _step_times(home, line1["run_id"])
-        print(f"graphdojo demo ({line1['domain']}, {len(line1['materialized'])} assets, "
-              f"{len(line1['checks'])} checks, ok={line1['ok']}) on {os.cpu_count()} cores")
+        print(
+            f"graphdojo demo ({line1['domain']}, {len(line1['materialized'])} assets, "
+            f"{len(line1['checks'])} checks, ok={line1['ok']}) on {os.cpu_count()} cores"
+        )
         print(f"  first run   {first:7.1f} s   budget {FIRST_BUDGET_S:.0f} s   ratio {first / FIRST_BUDGET_S:.2f}")
         for key, secs in steps:
             if secs >= 1.0:
                 print(f"    {key:<55} {secs:7.1f} s  ({secs / first:5.1%})")
         noop = rows1 == rows2 and line2["materialized"] == line1["materialized"]
-        print(f"  no-op rerun {second:7.1f} s   budget {NOOP_BUDGET_S:.0f} s   ratio {second / NOOP_BUDGET_S:.2f}   "
-              f"rerun / first {second / first:.3f}   no new artifacts: {noop}")
+        print(
+            f"  no-op rerun {second:7.1f} s   budget {NOOP_BUDGET_S:.0f} s   ratio {second / NOOP_BUDGET_S:.2f}   "
+            f"rerun / first {second / first:.3f}   no new artifacts: {noop}"
+        )
         print(f"  start-up    {startup:7.1f} s   (graphdojo domains: the floor of any run)")
-        summary = {"first_s": round(first, 1), "noop_s": round(second, 1), "startup_s": round(startup, 1),
-                   "first_ratio": round(first / FIRST_BUDGET_S, 3), "noop_ratio": round(second / NOOP_BUDGET_S, 3),
-                   "noop": noop, "ok": bool(line1["ok"] and line2["ok"]),
-                   "steps_s": {k: round(s, 1) for k, s in steps}}
+        summary = {
+            "first_s": round(first, 1),
+            "noop_s": round(second, 1),
+            "startup_s": round(startup, 1),
+            "first_ratio": round(first / FIRST_BUDGET_S, 3),
+            "noop_ratio": round(second / NOOP_BUDGET_S, 3),
+            "noop": noop,
+            "ok": bool(line1["ok"] and line2["ok"]),
+            "steps_s": {k: round(s, 1) for k, s in steps},
+        }
         print(json.dumps(summary))
         if not noop:
             raise SystemExit("the second run produced new artifacts: it was not a no-op")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU smoke check (Part 6): a few GRPO steps, single- and multi-turn, on the GPU, printing
+# GPU smoke check: a few GRPO steps, single- and multi-turn, on the GPU, printing
 # seconds per step and model tokens per completion (benchmarks/train_step.py). Prepared for a
 # lent GPU machine; it has NOT been run (no GPU was lent to the task that wrote it).
 #

@@ -162,7 +162,9 @@ def _time_ops(ops: list[dict[str, Any]], call: Any, base_rss: float) -> dict[str
 def _run_worker(kind: str, workdir: Path) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, "--worker", kind, "--workdir", str(workdir)],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise SystemExit(f"{kind} worker failed:\n{proc.stderr}")
@@ -190,24 +192,39 @@ def main() -> None:
             info = prepare(size, workdir, args.ops, args.seed)
             db = _run_worker("db", workdir)
             dct = _run_worker("dict", workdir)
-        print(f"\n== {size}: {info['nodes']:,} nodes, {info['edges']:,} edges "
-              f"(generate {info['generate_s']} s, load {info['load_s']} s; "
-              f"graph.json {info['graph_json_mb']} MB, graph.lbug {info['db_mb']} MB)")
-        print(f"{'operation':<12}{'db p50 µs':>11}{'db p95 µs':>11}{'dict p50 µs':>13}{'dict p95 µs':>13}{'p50 ratio':>11}")
+        print(
+            f"\n== {size}: {info['nodes']:,} nodes, {info['edges']:,} edges "
+            f"(generate {info['generate_s']} s, load {info['load_s']} s; "
+            f"graph.json {info['graph_json_mb']} MB, graph.lbug {info['db_mb']} MB)"
+        )
+        print(
+            f"{'operation':<12}{'db p50 µs':>11}{'db p95 µs':>11}"
+            f"{'dict p50 µs':>13}{'dict p95 µs':>13}{'p50 ratio':>11}"
+        )
         rows = {}
         for kind in ("neighbours", "feature", "degree"):
             a, b = db["ops"][kind], dct["ops"][kind]
             ratio = a["p50_us"] / max(b["p50_us"], 1e-9)
             rows[kind] = {"db": a, "dict": b, "p50_ratio": ratio}
-            print(f"{kind:<12}{a['p50_us']:>11.1f}{a['p95_us']:>11.1f}{b['p50_us']:>13.2f}{b['p95_us']:>13.2f}{ratio:>10.0f}x")
+            print(
+                f"{kind:<12}{a['p50_us']:>11.1f}{a['p95_us']:>11.1f}{b['p50_us']:>13.2f}{b['p95_us']:>13.2f}{ratio:>10.0f}x"
+            )
         rss_ratio = db["peak_rss_mb"] / dct["peak_rss_mb"]
-        print(f"peak RSS: db {db['peak_rss_mb']:.0f} MB, dict {dct['peak_rss_mb']:.0f} MB, "
-              f"ratio {rss_ratio:.3f} (interpreter+imports: db {db['import_rss_mb']:.0f} MB, dict {dct['import_rss_mb']:.0f} MB)")
+        print(
+            f"peak RSS: db {db['peak_rss_mb']:.0f} MB, dict {dct['peak_rss_mb']:.0f} MB, "
+            f"ratio {rss_ratio:.3f} (interpreter+imports: db {db['import_rss_mb']:.0f} MB, "
+            f"dict {dct['import_rss_mb']:.0f} MB)"
+        )
         worst = max(r["db"]["p50_us"] for r in rows.values())
         print(f"target p50 < 1000 µs: {'PASS' if worst < 1000 else 'FAIL'} (worst {worst:.0f} µs)")
         if "edges" in SIZES[size]:
             print(f"target RSS ratio <= 0.2: {'PASS' if rss_ratio <= 0.2 else 'FAIL'}")
-        results[size] = {"graph": info, "ops": rows, "rss_mb": {"db": db["peak_rss_mb"], "dict": dct["peak_rss_mb"]}, "rss_ratio": rss_ratio}
+        results[size] = {
+            "graph": info,
+            "ops": rows,
+            "rss_mb": {"db": db["peak_rss_mb"], "dict": dct["peak_rss_mb"]},
+            "rss_ratio": rss_ratio,
+        }
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

@@ -64,7 +64,10 @@ def main() -> None:
         with LadybugBackend(Path(tmp) / "db") as graph:
             schema = graph.schema()
             quizzer = LLMQuizzer(
-                ReadOnlyQueryPath(graph, schema=schema), schema, rec, seed=0,
+                ReadOnlyQueryPath(graph, schema=schema),
+                schema,
+                rec,
+                seed=0,
                 config=LLMQuizzerConfig(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens),
             )
             backend.generate([[{"role": "user", "content": "warm up"}]], _warmup_params())
@@ -82,18 +85,22 @@ def main() -> None:
     backend.close()
 
     rollout_tps, raw_tps = rollout_tokens / rollout_s, raw_tokens / raw_s
-    print(f"model {backend.model_name}; {args.episodes} episodes, {len(rec.calls)} batched generate calls, "
-          f"max_new_tokens {args.max_new_tokens}")
+    print(
+        f"model {backend.model_name}; {args.episodes} episodes, {len(rec.calls)} batched generate calls, "
+        f"max_new_tokens {args.max_new_tokens}"
+    )
     print(f"rollout (tools included): {rollout_tokens} tokens in {rollout_s:.1f} s = {rollout_tps:.1f} tok/s")
     print(f"raw batched generation:   {raw_tokens} tokens in {raw_s:.1f} s = {raw_tps:.1f} tok/s")
     ratio = rollout_tps / raw_tps
     print(f"ratio {ratio:.2f}x (target >= 0.8x): {'PASS' if ratio >= 0.8 else 'FAIL'}")
-    reasons = sorted({c.failure_reason or 'ok' for c in cands})
+    reasons = sorted({c.failure_reason or "ok" for c in cands})
     turns = [t for c in cands for t in c.trace if "turn" in t]
     code_turns = sum(1 for t in turns if t.get("kind") in {"explore", "final"})
     print(f"candidates: {sum(c.ok for c in cands)} valid of {len(cands)}; outcomes {reasons}")
-    print(f"model turns: {len(turns)}, of which ran code in the sandbox: {code_turns} "
-          "(a model that writes little code leaves little tool time to measure)")
+    print(
+        f"model turns: {len(turns)}, of which ran code in the sandbox: {code_turns} "
+        "(a model that writes little code leaves little tool time to measure)"
+    )
 
 
 def _warmup_params() -> Any:

@@ -79,8 +79,10 @@ def _corpus(tmp: Path) -> dict[str, list[str]]:
     load_graph(demo.generate("academic", seed=0, scale=400), academic)
     load_graph(read_source("cypher-script", str(harness.GRAPH)), restaurants)
     with LadybugBackend(academic) as b:
-        templates = [c.final_program for c in
-                     TemplateQuizzer(ReadOnlyQueryPath(b, schema=b.schema()), b.schema(), seed=3).generate(40)]
+        templates = [
+            c.final_program
+            for c in TemplateQuizzer(ReadOnlyQueryPath(b, schema=b.schema()), b.schema(), seed=3).generate(40)
+        ]
     with LadybugBackend(restaurants) as b:
         qp = ReadOnlyQueryPath(b, schema=b.schema())
         external = [c.candidate.final_program for c in harness.valid_cases(qp, b.schema())]
@@ -122,8 +124,23 @@ def main() -> None:
         (Path(tmp) / "corpus.json").write_text(json.dumps(corpus))
         out = Path(tmp) / "trace"
         limits = "{}"
-        subprocess.run(["strace", "-f", "-qq", "-o", str(out), sys.executable, "-c", _CHILD, str(ROOT),
-                        str(Path(tmp) / "corpus.json"), limits], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        subprocess.run(
+            [
+                "strace",
+                "-f",
+                "-qq",
+                "-o",
+                str(out),
+                sys.executable,
+                "-c",
+                _CHILD,
+                str(ROOT),
+                str(Path(tmp) / "corpus.json"),
+                limits,
+            ],
+            check=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         after: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
         filtered: set[str] = set()
         for line in out.read_text(errors="replace").splitlines():

@@ -87,7 +87,9 @@ def main() -> None:
             "backend.run (floor)": timed(lambda i: backend.run(q, {"id": i}, limit=200), picks),
             "query path": timed(lambda i: path.run(q, {"id": i}, limit=200), picks),
         }
-        with SandboxEpisode(path, schema=schema, limits=SandboxLimits(cell_timeout_s=600, cpu_s=3600, max_queries=10**6)) as ep:
+        with SandboxEpisode(
+            path, schema=schema, limits=SandboxLimits(cell_timeout_s=600, cpu_s=3600, max_queries=10**6)
+        ) as ep:
             ep.run("ids = []")
             code = f"for i in ids_batch:\n    cypher({q!r}, id=i)"
             # one cell per batch of calls; per-call time = cell time / batch size
@@ -137,9 +139,26 @@ def compare_with_baseline(args: argparse.Namespace) -> None:
     for _ in range(args.reps):
         for name, tree in trees.items():
             env = {**os.environ, "GRAPHDOJO_TREE": str(tree), "PYTHONPATH": str(tree)}
-            out = subprocess.run([sys.executable, __file__, "--json", "--nodes", str(args.nodes), "--calls",
-                                  str(args.calls), "--starts", str(args.starts), "--seed", str(args.seed)],
-                                 env=env, cwd=tree, capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--json",
+                    "--nodes",
+                    str(args.nodes),
+                    "--calls",
+                    str(args.calls),
+                    "--starts",
+                    str(args.starts),
+                    "--seed",
+                    str(args.seed),
+                ],
+                env=env,
+                cwd=tree,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"{args.nodes:,}-node academic graph; medians over {args.reps} alternating runs per tree (µs)")
     print(f"{'measure':<30}{'baseline':>12}{'this tree':>12}{'ratio':>8}")

@@ -53,20 +53,46 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gd-trainbench-") as tmp:
         model = args.model or str(tiny_random_model(Path(tmp) / "tiny", seed=0))
         load_graph(demo.generate("academic", seed=0, scale=300), Path(tmp) / "db")
-        rows = [{"prompt": q, "answer": "unknown"} for q in (
-            "Who wrote the paper 'paper_1'?", "Which venue published paper_2?", "How many papers cite paper_3?",
-            "Which papers did author_4 write?")] * 8
+        rows = [
+            {"prompt": q, "answer": "unknown"}
+            for q in (
+                "Who wrote the paper 'paper_1'?",
+                "Which venue published paper_2?",
+                "How many papers cite paper_3?",
+                "Which papers did author_4 write?",
+            )
+        ] * 8
         budget = args.turns * args.tokens_per_turn
-        cfg = GRPORunConfig(max_steps=args.steps, batch_size=args.batch, num_generations=args.generations,
-                            learning_rate=1e-5, max_completion_length=budget, threads=args.threads, use_vllm=args.vllm)
-        single = run_grpo(model, rows, [graphdancer_reward], Path(tmp) / "single",
-                          GRPORunConfig(**{**cfg.__dict__, "max_completion_length": budget}))
+        cfg = GRPORunConfig(
+            max_steps=args.steps,
+            batch_size=args.batch,
+            num_generations=args.generations,
+            learning_rate=1e-5,
+            max_completion_length=budget,
+            threads=args.threads,
+            use_vllm=args.vllm,
+        )
+        single = run_grpo(
+            model,
+            rows,
+            [graphdancer_reward],
+            Path(tmp) / "single",
+            GRPORunConfig(**{**cfg.__dict__, "max_completion_length": budget}),
+        )
         with LadybugBackend(Path(tmp) / "db") as backend:
             api = GraphCoT(backend, index=NodeIndex.open(backend, shared_embedder(threads=1), progress=False))
-            mt = MultiTurn(lambda: GraphCoTEnvironment(api, max_rounds=max(1, args.turns - 1)),
-                           RolloutConfig(max_turns=args.turns, max_new_tokens=args.tokens_per_turn))
-            multi = run_grpo(model, rows, [graphdancer_reward], Path(tmp) / "multi",
-                             GRPORunConfig(**{**cfg.__dict__, "max_completion_length": budget * 8}), multi_turn=mt)
+            mt = MultiTurn(
+                lambda: GraphCoTEnvironment(api, max_rounds=max(1, args.turns - 1)),
+                RolloutConfig(max_turns=args.turns, max_new_tokens=args.tokens_per_turn),
+            )
+            multi = run_grpo(
+                model,
+                rows,
+                [graphdancer_reward],
+                Path(tmp) / "multi",
+                GRPORunConfig(**{**cfg.__dict__, "max_completion_length": budget * 8}),
+                multi_turn=mt,
+            )
 
     def per_step(result) -> tuple[float, float]:
         runtime = next(h["train_runtime"] for h in result.log if "train_runtime" in h)
@@ -74,8 +100,10 @@ def main() -> None:
         return runtime / max(result.steps, 1), sum(lengths) / max(len(lengths), 1)
 
     (s_step, s_len), (m_step, m_len) = per_step(single), per_step(multi)
-    print(f"model: {model}; {args.steps} steps x {args.batch} completions; budget {budget} model tokens "
-          f"({args.turns} turns x {args.tokens_per_turn})")
+    print(
+        f"model: {model}; {args.steps} steps x {args.batch} completions; budget {budget} model tokens "
+        f"({args.turns} turns x {args.tokens_per_turn})"
+    )
     print(f"{'':<14}{'s/step':>10}{'model tokens/completion':>26}")
     print(f"{'single-turn':<14}{s_step:>10.2f}{s_len:>26.1f}")
     print(f"{'multi-turn':<14}{m_step:>10.2f}{m_len:>26.1f}")

@@ -1,8 +1,10 @@
-"""The ``graphdojo`` command line: single steps outside Dagster, JSON out.
+"""The ``graphdojo`` command line: single steps outside Dagster, JSON out, and the pipeline.
 
-Every command prints JSON on stdout (one object per line for batches) and exits 0 on success.
-On failure it prints one line ``{"ok": false, "error": {"code": ..., "message": ...}}`` on
-stderr and exits 1 (2 for usage errors, as argparse does).
+Every step command prints JSON on stdout (one object per line for batches) and exits 0 on
+success. ``demo`` and ``materialize`` run the pipeline and print progress for people on stderr
+(``--json`` adds one JSON line per domain on stdout). On failure a command prints one line
+``{"ok": false, "error": {"code": ..., "message": ...}}`` on stderr and exits 1 (2 for usage
+errors, as argparse does).
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors are one JSON line on stderr (exit 2), like every other failure."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(json.dumps({"ok": False, "error": {"code": "usage_error", "message": f"{self.prog}: {message}"}}) + "\n")
+        sys.stderr.write(
+            json.dumps({"ok": False, "error": {"code": "usage_error", "message": f"{self.prog}: {message}"}}) + "\n"
+        )
         raise SystemExit(2)
 
 
 def _number(kind: type, *, low: float, strict: bool = False) -> Callable[[str], Any]:
     """An argparse type: a finite ``kind`` above ``low`` (strictly, with ``strict``)."""
+
     def parse(text: str) -> Any:
         try:
             value = kind(text)
@@ -51,6 +56,7 @@ def _number(kind: type, *, low: float, strict: bool = False) -> Callable[[str], 
         if not math.isfinite(value) or value < low or (strict and value == low):
             raise argparse.ArgumentTypeError(f"must be a finite number {'>' if strict else '>='} {low:g}, not {text}")
         return value
+
     parse.__name__ = kind.__name__
     return parse
 
@@ -81,7 +87,15 @@ def _cmd_graph_import(args: argparse.Namespace) -> int:
     stats = load_graph(data, args.db, overwrite=args.overwrite)
     with LadybugBackend(args.db) as backend:
         fp = backend.fingerprint()
-    _emit({"ok": True, "nodes": stats.nodes, "relationships": stats.relationships, "fingerprint": fp, "db": str(Path(args.db))})
+    _emit(
+        {
+            "ok": True,
+            "nodes": stats.nodes,
+            "relationships": stats.relationships,
+            "fingerprint": fp,
+            "db": str(Path(args.db)),
+        }
+    )
     return 0
 
 
@@ -133,7 +147,14 @@ def _cmd_graph_query(args: argparse.Namespace) -> int:
             if not isinstance(params, dict):
                 raise CliError("--params must be a JSON object")
             res = path.run(args.query, params, limit=args.limit)
-            _emit({"ok": True, "columns": list(res.columns), "rows": [list(r) for r in res.rows], "truncated": res.truncated})
+            _emit(
+                {
+                    "ok": True,
+                    "columns": list(res.columns),
+                    "rows": [list(r) for r in res.rows],
+                    "truncated": res.truncated,
+                }
+            )
             return 0
         failed = 0
         for lineno, item, err in _read_batch(args.file):
@@ -143,7 +164,15 @@ def _cmd_graph_query(args: argparse.Namespace) -> int:
                 continue
             try:
                 res = path.run(item["query"], item.get("params") or {}, limit=args.limit)
-                _emit({"id": item.get("id"), "ok": True, "columns": list(res.columns), "rows": [list(r) for r in res.rows], "truncated": res.truncated})
+                _emit(
+                    {
+                        "id": item.get("id"),
+                        "ok": True,
+                        "columns": list(res.columns),
+                        "rows": [list(r) for r in res.rows],
+                        "truncated": res.truncated,
+                    }
+                )
             except GraphError as exc:
                 failed += 1
                 _emit({"id": item.get("id"), "ok": False, "error": exc.to_dict()})
@@ -204,12 +233,21 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         lines = read_candidate_lines(args.candidates)
     except CandidateFileError as exc:
         raise CliError(str(exc), exc.code) from None
-    config = CertifyConfig(judge=args.judge, judge_options={"model_dir": args.model} if args.model else {},
-                           eval_questions=args.eval_questions, fault_sample=0,
-                           admit_partial_without_judge=args.admit_partial_without_judge)
+    config = CertifyConfig(
+        judge=args.judge,
+        judge_options={"model_dir": args.model} if args.model else {},
+        eval_questions=args.eval_questions,
+        fault_sample=0,
+        admit_partial_without_judge=args.admit_partial_without_judge,
+    )
     good = [ln for ln in lines if ln.candidate is not None]
-    run = run_certification([ln.candidate for ln in good], args.db, config,  # type: ignore[misc]
-                            snapshot_claim=args.snapshot_fingerprint, claim_current=True)
+    run = run_certification(
+        [ln.candidate for ln in good],
+        args.db,
+        config,  # type: ignore[misc]
+        snapshot_claim=args.snapshot_fingerprint,
+        claim_current=True,
+    )
     rows = {ln.line: row for ln, row in zip(good, run.rows, strict=True)}
     for ln in lines:
         if ln.candidate is None:
@@ -217,12 +255,20 @@ def _cmd_certify(args: argparse.Namespace) -> int:
             continue
         row = rows[ln.line]
         judge = json.loads(row["judge_json"])
-        _emit({
-            "id": row["id"], "line": ln.line, "ok": True, "status": row["status"], "reasons": row["reasons"],
-            "verdict": None if row["verdict"] in ("skipped", "not_judged") else row["verdict"],
-            "leaked": row["leaked"], "admitted": row["admitted"],
-            "certificate": json.loads(row["certificate_json"]), "judge": judge,
-        })
+        _emit(
+            {
+                "id": row["id"],
+                "line": ln.line,
+                "ok": True,
+                "status": row["status"],
+                "reasons": row["reasons"],
+                "verdict": None if row["verdict"] in ("skipped", "not_judged") else row["verdict"],
+                "leaked": row["leaked"],
+                "admitted": row["admitted"],
+                "certificate": json.loads(row["certificate_json"]),
+                "judge": judge,
+            }
+        )
     return 1 if any(ln.candidate is None for ln in lines) else 0
 
 
@@ -264,7 +310,9 @@ def _cmd_tools_call(args: argparse.Namespace) -> int:
             from components.tools.retriever import NodeIndex, shared_embedder
 
             index = NodeIndex.open(backend, shared_embedder(), progress=sys.stderr.isatty())
-        api = GraphCoT(backend, index=index, query_path=ReadOnlyQueryPath(backend, schema=backend.schema()), top_k=args.top_k)
+        api = GraphCoT(
+            backend, index=index, query_path=ReadOnlyQueryPath(backend, schema=backend.schema()), top_k=args.top_k
+        )
         call = api.call(function, call_args)
     finally:
         backend.close()
@@ -310,85 +358,83 @@ def _cmd_quiz(args: argparse.Namespace) -> int:
 
 
 # -- pipeline ------------------------------------------------------------------------------
-def _dagster_home() -> Path:
-    from assets.resources import PROJECT_ROOT
+def _use_domain_file(path: str | None) -> None:
+    """``--domain-file``: load that domain YAML besides the configured ones and make its domain
+    the default of this command (``GRAPHDOJO_DOMAIN_FILES`` / ``GRAPHDOJO_DOMAIN``)."""
+    if not path:
+        return
+    from orchestration.domains import load_domain_file
 
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home")))
-    home.mkdir(parents=True, exist_ok=True)
-    cfg = home / "dagster.yaml"
-    if not cfg.exists():
-        cfg.write_text("telemetry:\n  enabled: false\n")
-    os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
-    return home
-
-
-def _step_errors(result: Any) -> dict[str, str]:
-    """``step → what went wrong`` for each failed step: what the step raised (a
-    ``StorageError``'s advice, a ``Failure``'s description), not Dagster's wrapper."""
-    out = {}
-    for event in result.all_events:
-        if not event.is_step_failure:
-            continue
-        data = event.event_specific_data
-        user = getattr(data, "user_failure_data", None)
-        err = data.error  # Dagster's wrapper; its cause is what the step raised
-        raised = err.cause if err is not None and err.cause is not None else err
-        message = raised.message.strip() if raised is not None else ""
-        out[str(event.step_key)] = (user.description if user and user.description else message) or "failed"
-    return out
+    cfg = load_domain_file(Path(path))
+    os.environ["GRAPHDOJO_DOMAIN_FILES"] = str(Path(path).resolve())
+    os.environ["GRAPHDOJO_DOMAIN"] = cfg.name
 
 
-def _cmd_materialize(args: argparse.Namespace) -> int:
-    """Materialize domains' assets in-process on the persistent instance (visible in the UI).
+def _selected(args: argparse.Namespace, domains: dict[str, Any], cross: list[str]) -> list[str]:
+    from orchestration.domains import default_domain
 
-    ``demo`` runs the default domain; ``demo --all`` every configured domain, the default one
-    first, then the GRIT tasks, GRAIN and its evaluation (``grit``), the other domains, and the
-    transfer matrix (``transfer``); one JSON line per domain."""
-    _dagster_home()
-    if getattr(args, "preset", None):
-        os.environ["GRAPHDOJO_PRESET"] = args.preset
-    import dagster as dg
-
-    from orchestration.definitions import defs
-    from orchestration.domains import default_domain, load_domains
-    from orchestration.sensors import pipeline_job_name
-
-    from assets.evaluation import TRANSFER_PREFIX
-    from assets.generation import GRIT_PREFIX
-
-    domains = load_domains()
-    cross = [GRIT_PREFIX] + ([TRANSFER_PREFIX] if len(domains) > 1 else [])
     if args.domain:
         if args.domain not in domains and args.domain not in cross:
             raise CliError(f"unknown domain {args.domain!r}; configured: {sorted(domains)} (and {cross})")
-        names = [args.domain]
-    elif args.all_domains:
-        first = default_domain(domains)
-        names = [first, GRIT_PREFIX, *sorted(d for d in domains if d != first), *cross[1:]]
-    else:
-        names = [default_domain(domains)]
-    failed = 0
+        return [args.domain]
+    first = default_domain(domains)
+    if args.all_domains:
+        return [first, cross[0], *sorted(d for d in domains if d != first), *cross[1:]]
+    return [first]
+
+
+def _cmd_materialize(args: argparse.Namespace) -> int:
+    """Materialize domains' assets in-process on the persistent instance (visible in the UI),
+    with one progress line per asset and a summary on stderr (:mod:`orchestration.pipeline`).
+
+    ``demo`` runs the default domain; ``demo --all`` every configured domain, the default one
+    first, then the GRIT tasks, GRAIN and its evaluation (``grit``), the other domains, and the
+    transfer matrix (``transfer``). ``--json``: one JSON line per domain on stdout."""
+    from components.store import data_root
+
+    root = data_root()
+    from orchestration.pipeline import dagster_home, run_selection, step_names, summary_lines
+
+    dagster_home(root)
+    if getattr(args, "preset", None):
+        os.environ["GRAPHDOJO_PRESET"] = args.preset
+    _use_domain_file(args.domain_file)
+    import dagster as dg
+
+    from assets.evaluation import TRANSFER_PREFIX
+    from assets.generation import GRIT_PREFIX
+    from assets.resources import ArtifactStore
+    from orchestration.definitions import build_definitions
+    from orchestration.domains import load_domains
+    from orchestration.sensors import pipeline_job_name
+
+    domains = load_domains()
+    defs = build_definitions(domains, data_root=str(root))
+    names = _selected(args, domains, [GRIT_PREFIX] + ([TRANSFER_PREFIX] if len(domains) > 1 else []))
+    steps, store, failed = step_names(defs.resolve_all_asset_keys()), ArtifactStore(data_root=str(root)), 0
     with dg.DagsterInstance.get() as instance:
         for domain in names:
             if args.asset:
-                keys = [dg.AssetKey([domain, a]) for a in args.asset]
-                job = dg.define_asset_job(f"{domain}_cli", selection=dg.AssetSelection.assets(*keys))
+                job = dg.define_asset_job(
+                    f"{domain}_cli", selection=dg.AssetSelection.assets(*(dg.AssetKey([domain, a]) for a in args.asset))
+                )
                 job_def = dg.Definitions.merge(defs, dg.Definitions(jobs=[job])).resolve_job_def(job.name)
             else:
                 job_def = defs.resolve_job_def(pipeline_job_name(domain))
-            result = job_def.execute_in_process(instance=instance, raise_on_error=False)
-            materialized = sorted(
-                "/".join(e.asset_key.path) for e in result.get_asset_materialization_events() if e.asset_key
-            )
-            checks = {
-                f"{c.asset_key.to_user_string()}:{c.check_name}": c.passed
-                for c in result.get_asset_check_evaluations()
-            }
-            ok = result.success and all(checks.values())
-            failed += not ok
-            line = {"ok": ok, "domain": domain, "run_id": result.run_id, "materialized": materialized, "checks": checks}
-            errors = _step_errors(result)
-            _emit({**line, "errors": errors} if errors else line)
+            sys.stderr.write(f"{domain}: materializing ({job_def.name}; data in {root})\n")
+            outcome = run_selection(job_def, instance, steps, root, verbose=args.verbose)
+            sys.stderr.write("\n".join(summary_lines(domain, outcome, instance, store)) + "\n")
+            failed += not outcome.ok
+            if args.json:
+                line = {
+                    "ok": outcome.ok,
+                    "domain": domain,
+                    "run_id": outcome.run_id,
+                    "materialized": outcome.materialized,
+                    "checks": outcome.checks,
+                    "log": str(outcome.log_file),
+                }
+                _emit({**line, "errors": outcome.errors} if outcome.errors else line)
     return 1 if failed else 0
 
 
@@ -397,10 +443,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     import time
 
     from components.evaluation.agents import EvalConfig
-    from components.evaluation.questions import load_questions
+    from components.evaluation.questions import load_questions, split_questions
     from components.evaluation.report import main_table, write_report
-    from components.evaluation.run import KINDS, SystemSpec, evaluate_systems
-    from components.llm.models import smollm2_hf_dir
+    from components.evaluation.run import KINDS, SystemSpec, evaluate_systems, judge_dir
     from components.store import Catalog, data_root
 
     if args.kind not in KINDS:
@@ -418,20 +463,36 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if args.questions:
         rows = load_questions(args.questions)
     else:
-        from components.store.fingerprint import read_parquet
-
         curr = catalog.latest("curriculum_splits", args.domain)
-        if curr is None:
+        if curr is None or not curr.path:
             raise CliError(f"no curriculum_splits for {args.domain!r}: materialize it first, or pass --questions")
-        rows = [r for r in read_parquet(curr.path) if r["split"] == "test"]
-    config = EvalConfig(samples=args.samples, seed=args.seed, max_questions=args.max_questions, max_turns=args.max_turns,
-                        max_new_tokens=args.max_new_tokens)
-    report = evaluate_systems([SystemSpec(Path(args.checkpoint).name, args.kind, str(args.checkpoint))], rows, db, config,
-                              judge_model_dir=args.judge or str(smollm2_hf_dir(root)))
+        cert = next((r for fp in curr.parents if (r := catalog.get("certified_dataset", args.domain, fp))), None)
+        rows = split_questions(curr.path, cert.path if cert is not None and cert.path else None)
+    config = EvalConfig(
+        samples=args.samples,
+        seed=args.seed,
+        max_questions=args.max_questions,
+        max_turns=args.max_turns,
+        max_new_tokens=args.max_new_tokens,
+    )
+    report = evaluate_systems(
+        [SystemSpec(Path(args.checkpoint).name, args.kind, str(args.checkpoint))],
+        rows,
+        db,
+        config,
+        judge_model_dir=args.judge or judge_dir(config, root),
+    )
     out = Path(args.out) if args.out else root / "eval_reports" / args.domain / f"cli-{time.strftime('%Y%m%d-%H%M%S')}"
     paths = write_report(report, out, f"graphdojo evaluation — {args.domain} — {Path(args.checkpoint).name}")
-    _emit({"ok": True, "domain": args.domain, "questions": len(report["order"]), "report": paths["html"],
-           "summary": main_table(report)[0]})
+    _emit(
+        {
+            "ok": True,
+            "domain": args.domain,
+            "questions": len(report["order"]),
+            "report": paths["html"],
+            "summary": main_table(report)[0],
+        }
+    )
     return 0
 
 
@@ -439,22 +500,41 @@ def _cmd_domains(args: argparse.Namespace) -> int:
     from orchestration.domains import load_domains
 
     for cfg in load_domains().values():
-        _emit({"name": cfg.name, "default": cfg.default, "source": cfg.source.to_json(), "description": cfg.description})
+        _emit(
+            {"name": cfg.name, "default": cfg.default, "source": cfg.source.to_json(), "description": cfg.description}
+        )
     return 0
 
 
 # -- parser --------------------------------------------------------------------------------
+def _run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--domain-file",
+        default=None,
+        metavar="PATH",
+        help="a domain YAML from anywhere (your own graph); its domain is the one run unless --domain says otherwise",
+    )
+    p.add_argument(
+        "--verbose", action="store_true", help="Dagster's full event log on the console (always in <data>/logs/)"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="one JSON line per domain on stdout (ok, run id, assets, checks)"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="graphdojo", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    g = sub.add_parser("graph", help="import, inspect and query graphs").add_subparsers(dest="graph_command", required=True, parser_class=_Parser)
+    g = sub.add_parser("graph", help="import, inspect and query graphs").add_subparsers(
+        dest="graph_command", required=True, parser_class=_Parser
+    )
     imp = g.add_parser("import", help="import a graph into a new Ladybug database folder")
     imp.add_argument("--format", required=True, choices=["generator", "grbench-json", "csv", "cypher-script"])
     imp.add_argument("src", help="generator domain name, or path to the source file/folder")
     imp.add_argument("--db", required=True, help="database folder to create")
     imp.add_argument("--seed", type=_SIZE, default=None, help="generator seed")
-    imp.add_argument("--scale", type=_COUNT, default=None, help="generator size (see README)")
+    imp.add_argument("--scale", type=_COUNT, default=None, help="generator size (see docs/graph.md)")
     imp.add_argument("--overwrite", action="store_true", help="replace an existing database")
     imp.set_defaults(func=_cmd_graph_import)
 
@@ -472,7 +552,9 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--limit", type=_SIZE, default=None, help="max rows per query (sets 'truncated')")
     q.set_defaults(func=_cmd_graph_query)
 
-    cy = sub.add_parser("cypher", help="Cypher analysis").add_subparsers(dest="cypher_command", required=True, parser_class=_Parser)
+    cy = sub.add_parser("cypher", help="Cypher analysis").add_subparsers(
+        dest="cypher_command", required=True, parser_class=_Parser
+    )
     cf = cy.add_parser("features", help="derive a query's normalised structure (patterns, returns, ops, families)")
     cfs = cf.add_mutually_exclusive_group(required=True)
     cfs.add_argument("--query")
@@ -480,7 +562,9 @@ def _parser() -> argparse.ArgumentParser:
     cf.add_argument("--db", default=None, help="optional graph: resolves unlabelled endpoints from its schema")
     cf.set_defaults(func=_cmd_cypher_features)
 
-    ru = sub.add_parser("rubric", help="evidence rubric").add_subparsers(dest="rubric_command", required=True, parser_class=_Parser)
+    ru = sub.add_parser("rubric", help="evidence rubric").add_subparsers(
+        dest="rubric_command", required=True, parser_class=_Parser
+    )
     rs = ru.add_parser("score", help="S_pair / S_align / S_aggregate / S_evidence of predicted vs gold marked queries")
     rs.add_argument("--gold", required=True, help='JSON lines {"id", "queries": [...]} (or evidence / evidence_json)')
     rs.add_argument("--pred", required=True, help="the same format; items pair by id (else by line)")
@@ -489,28 +573,46 @@ def _parser() -> argparse.ArgumentParser:
 
     ce = sub.add_parser("certify", help="certify a JSONL of candidates (one JSON line per candidate)")
     ce.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
-    ce.add_argument("--candidates", required=True, help="JSONL of candidate records (see README)")
-    ce.add_argument("--judge", choices=["off", "on"], default="off", help="run the two-stage semantic judge (local model)")
+    ce.add_argument("--candidates", required=True, help="JSONL of candidate records (see docs/certification.md)")
+    ce.add_argument(
+        "--judge", choices=["off", "on"], default="off", help="run the two-stage semantic judge (local model)"
+    )
     ce.add_argument("--model", default=None, help="judge model folder (default: SmolLM2-135M-Instruct)")
-    ce.add_argument("--snapshot-fingerprint", default=None,
-                    help="fingerprint of the graph the candidates were made on (default: each record's meta, else the current graph)")
-    ce.add_argument("--eval-questions", default=None,
-                    help="JSONL evaluation set for the leakage filter (candidates naming its entities are not admitted)")
-    ce.add_argument("--admit-partial-without-judge", action="store_true",
-                    help="with --judge off, admit partial items too (default: strict only)")
+    ce.add_argument(
+        "--snapshot-fingerprint",
+        default=None,
+        help="fingerprint of the graph the candidates were made on "
+        "(default: each record's meta, else the current graph)",
+    )
+    ce.add_argument(
+        "--eval-questions",
+        default=None,
+        help="JSONL evaluation set for the leakage filter (candidates naming its entities are not admitted)",
+    )
+    ce.add_argument(
+        "--admit-partial-without-judge",
+        action="store_true",
+        help="with --judge off, admit partial items too (default: strict only)",
+    )
     ce.set_defaults(func=_cmd_certify)
 
-    sb = sub.add_parser("sandbox", help="the Python + Cypher sandbox").add_subparsers(dest="sandbox_command", required=True, parser_class=_Parser)
+    sb = sub.add_parser("sandbox", help="the Python + Cypher sandbox").add_subparsers(
+        dest="sandbox_command", required=True, parser_class=_Parser
+    )
     sbr = sb.add_parser("run", help="run a Python file in a fresh sandbox episode")
     sbr.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
     sbr.add_argument("--code", required=True, help="Python file to run")
     sbr.add_argument("--timeout", type=_SECONDS, default=10.0, help="wall-clock seconds, finite and > 0 (default 10)")
     sbr.set_defaults(func=_cmd_sandbox_run)
 
-    tl = sub.add_parser("tools", help="the Graph-CoT function API").add_subparsers(dest="tools_command", required=True, parser_class=_Parser)
+    tl = sub.add_parser("tools", help="the Graph-CoT function API").add_subparsers(
+        dest="tools_command", required=True, parser_class=_Parser
+    )
     tc = tl.add_parser("call", help="run one call, e.g. 'NeighbourCheck[paper_3, CITES]'")
     tc.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
-    tc.add_argument("call", help="RetrieveNode[text] | NodeFeature[id, feature] | NeighbourCheck[id, type] | NodeDegree[id, type]")
+    tc.add_argument(
+        "call", help="RetrieveNode[text] | NodeFeature[id, feature] | NeighbourCheck[id, type] | NodeDegree[id, type]"
+    )
     tc.add_argument("--top-k", type=_COUNT, default=1, help="RetrieveNode: how many ids (default 1)")
     tc.set_defaults(func=_cmd_tools_call)
 
@@ -522,17 +624,29 @@ def _parser() -> argparse.ArgumentParser:
     qz.add_argument("--seed", type=_SIZE, default=0)
     qz.add_argument("--backend", default="transformers", choices=["transformers", "openai", "vllm"])
     qz.add_argument("--model", default=None, help="local HF model folder (default: SmolLM2-135M-Instruct)")
-    qz.add_argument("--backend-options", default=None, help='JSON, e.g. {"base_url": "http://127.0.0.1:8000", "model": "m"}')
+    qz.add_argument(
+        "--backend-options", default=None, help='JSON, e.g. {"base_url": "http://127.0.0.1:8000", "model": "m"}'
+    )
     qz.add_argument("--max-new-tokens", type=_COUNT, default=None)
     qz.add_argument("--max-turns", type=_COUNT, default=None)
     qz.set_defaults(func=_cmd_quiz)
 
-    demo = sub.add_parser("demo", help="materialize every asset of the default domain (--all: every domain, GRIT, transfer)")
+    demo = sub.add_parser(
+        "demo", help="materialize every asset of the default domain (--all: every domain, GRIT, transfer)"
+    )
     demo.add_argument("--domain", default=None, help="only this configured domain (or grit: the GRIT tasks and GRAIN)")
-    demo.add_argument("--all", dest="all_domains", action="store_true",
-                      help="every domain, the default one first, then GRIT / GRAIN, the others and the transfer matrix")
-    demo.add_argument("--preset", default=None,
-                      help="train every domain with this preset (GRAPHDOJO_PRESET): cpu-tiny, cpu-demo (the real SmolLM2) or gpu")
+    demo.add_argument(
+        "--all",
+        dest="all_domains",
+        action="store_true",
+        help="every domain, the default one first, then GRIT / GRAIN, the others and the transfer matrix",
+    )
+    demo.add_argument(
+        "--preset",
+        default=None,
+        help="train every domain with this preset (GRAPHDOJO_PRESET): cpu-tiny, cpu-demo (the real SmolLM2) or gpu",
+    )
+    _run_options(demo)
     demo.set_defaults(func=_cmd_materialize, asset=[])
 
     ev = sub.add_parser("eval", help="evaluate one checkpoint on a domain's test split or a question file")
@@ -552,7 +666,10 @@ def _parser() -> argparse.ArgumentParser:
 
     mat = sub.add_parser("materialize", help="materialize a domain's assets (all, or --asset ...)")
     mat.add_argument("--domain", default=None, help="default: the default domain")
-    mat.add_argument("--asset", action="append", default=[], help="asset name without the domain prefix, e.g. graph_snapshot")
+    mat.add_argument(
+        "--asset", action="append", default=[], help="asset name without the domain prefix, e.g. graph_snapshot"
+    )
+    _run_options(mat)
     mat.set_defaults(func=_cmd_materialize, all_domains=False)
 
     doms = sub.add_parser("domains", help="list configured domains")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-
 import os
 
 import dagster as dg
 
+from assets.artifacts import pipeline_resources
 from assets.certification import certified_dataset_asset
 from assets.evaluation import TRANSFER_PREFIX, eval_reports_asset, grit_eval_asset, transfer_matrix_asset
 from assets.generation import GRIT_PREFIX, grit_tasks_asset, qa_candidates_asset
@@ -19,7 +19,6 @@ from assets.training import (
     preference_pairs_asset,
     rl_stage_assets,
 )
-from assets.resources import ArtifactStore, GraphBackendResource
 from components.store import data_root as default_data_root
 from orchestration.domains import DomainConfig, default_domain, load_domains
 from orchestration.schedules import build_nightly_schedule
@@ -86,14 +85,23 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
         )
         for name in domains
     ]
-    jobs.append(dg.define_asset_job(pipeline_job_name(GRIT_PREFIX), selection=dg.AssetSelection.key_prefixes([GRIT_PREFIX]),
-                                    description="Materialize the GRIT-style tasks, the GRAIN checkpoint and its evaluation.",
-                                    tags={"domain": GRIT_PREFIX}))
+    jobs.append(
+        dg.define_asset_job(
+            pipeline_job_name(GRIT_PREFIX),
+            selection=dg.AssetSelection.key_prefixes([GRIT_PREFIX]),
+            description="Materialize the GRIT-style tasks, the GRAIN checkpoint and its evaluation.",
+            tags={"domain": GRIT_PREFIX},
+        )
+    )
     if len(domains) > 1:
-        jobs.append(dg.define_asset_job(pipeline_job_name(TRANSFER_PREFIX),
-                                        selection=dg.AssetSelection.key_prefixes([TRANSFER_PREFIX]),
-                                        description="Materialize the train-domain × test-domain transfer matrix.",
-                                        tags={"domain": TRANSFER_PREFIX}))
+        jobs.append(
+            dg.define_asset_job(
+                pipeline_job_name(TRANSFER_PREFIX),
+                selection=dg.AssetSelection.key_prefixes([TRANSFER_PREFIX]),
+                description="Materialize the train-domain × test-domain transfer matrix.",
+                tags={"domain": TRANSFER_PREFIX},
+            )
+        )
     root = data_root or str(default_data_root())
     return dg.Definitions(
         # AssetChecksDefinition subclasses AssetsDefinition: test for checks first.
@@ -101,9 +109,22 @@ def build_definitions(domains: dict[str, DomainConfig] | None = None, data_root:
         asset_checks=[a for a in assets if isinstance(a, dg.AssetChecksDefinition)],
         jobs=jobs,
         sensors=[build_source_sensor(domains, jobs)],
-        schedules=[build_nightly_schedule(domains, {name: [k for a in assets if not isinstance(a, dg.AssetChecksDefinition)
-                                                          for k in a.keys if k.path[0] == name] for name in domains})],
-        resources={"store": ArtifactStore(data_root=root), "graph": GraphBackendResource()},
+        schedules=[
+            build_nightly_schedule(
+                domains,
+                {
+                    name: [
+                        k
+                        for a in assets
+                        if not isinstance(a, dg.AssetChecksDefinition)
+                        for k in a.keys
+                        if k.path[0] == name
+                    ]
+                    for name in domains
+                },
+            )
+        ],
+        resources=pipeline_resources(root),
         executor=executor_from_env(),
         metadata={"default_domain": default_domain(domains)},
     )

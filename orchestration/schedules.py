@@ -33,12 +33,16 @@ def stale_domains(domains: Mapping[str, DomainConfig], store: ArtifactStore) -> 
     return changed, errors
 
 
-def build_nightly_schedule(domains: Mapping[str, DomainConfig], domain_keys: Mapping[str, Sequence[dg.AssetKey]],
-                           cron: str = NIGHTLY_CRON) -> dg.ScheduleDefinition:
+def build_nightly_schedule(
+    domains: Mapping[str, DomainConfig], domain_keys: Mapping[str, Sequence[dg.AssetKey]], cron: str = NIGHTLY_CRON
+) -> dg.ScheduleDefinition:
     """The schedule and its job (``nightly_refresh``: every domain's assets); each request
     selects the assets of one stale domain (``domain_keys``)."""
-    job = dg.define_asset_job(NIGHTLY_JOB, selection=dg.AssetSelection.key_prefixes(*([d] for d in domains)),
-                              description="What the nightly schedule runs: the pipelines of domains whose source changed.")
+    job = dg.define_asset_job(
+        NIGHTLY_JOB,
+        selection=dg.AssetSelection.key_prefixes(*([d] for d in domains)),
+        description="What the nightly schedule runs: the pipelines of domains whose source changed.",
+    )
 
     @dg.schedule(
         name="nightly_source_check",
@@ -55,8 +59,13 @@ def build_nightly_schedule(domains: Mapping[str, DomainConfig], domain_keys: Map
         if not stale:
             return dg.SkipReason("every source matches its latest snapshot")
         day = context.scheduled_execution_time.strftime("%Y-%m-%d") if context.scheduled_execution_time else "manual"
-        return [dg.RunRequest(run_key=f"nightly:{name}:{fp}:{day}", asset_selection=list(domain_keys[name]),
-                              tags={"domain": name, "source_fingerprint": fp, "trigger": "nightly"})
-                for name, fp in sorted(stale.items())]
+        return [
+            dg.RunRequest(
+                run_key=f"nightly:{name}:{fp}:{day}",
+                asset_selection=list(domain_keys[name]),
+                tags={"domain": name, "source_fingerprint": fp, "trigger": "nightly"},
+            )
+            for name, fp in sorted(stale.items())
+        ]
 
     return nightly_source_check

@@ -10,13 +10,17 @@ from typing import Any
 import dagster as dg
 
 from assets.resources import ArtifactStore
-
 from components.graph.errors import GraphError
 from components.graph.snapshot import source_fingerprint
 from orchestration.domains import DomainConfig
 
-__all__ = ["automation_running", "build_source_sensor", "pipeline_job_name", "recorded_source_fingerprints",
-           "source_changes"]
+__all__ = [
+    "automation_running",
+    "build_source_sensor",
+    "pipeline_job_name",
+    "recorded_source_fingerprints",
+    "source_changes",
+]
 
 
 def pipeline_job_name(domain: str) -> str:
@@ -101,8 +105,6 @@ def build_source_sensor(
             for name, fp in sorted(changed.items())
         ]
         skip = None if requests else "no source changed"
-        return dg.SensorResult(
-            run_requests=requests, cursor=json.dumps(new_cursor, sort_keys=True), skip_reason=skip
-        )
+        return dg.SensorResult(run_requests=requests, cursor=json.dumps(new_cursor, sort_keys=True), skip_reason=skip)
 
     return graph_source_sensor

@@ -61,8 +61,18 @@ def write_csv_graph(graph: GraphData, folder: Path) -> None:
         with open(folder / "relationships" / f"{rtype}.csv", "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(["source", "target", "source_label", "target_label", *cols])
-            w.writerows([[r.src_id, r.dst_id, r.src_label, r.dst_label, *("" if r.properties.get(c) is None else r.properties[c]
-                                                                          for c in cols)] for r in rs.rows])
+            w.writerows(
+                [
+                    [
+                        r.src_id,
+                        r.dst_id,
+                        r.src_label,
+                        r.dst_label,
+                        *("" if r.properties.get(c) is None else r.properties[c] for c in cols),
+                    ]
+                    for r in rs.rows
+                ]
+            )
 
 
 LAB_DOMAIN = """
@@ -86,7 +96,8 @@ def write_lab_domain(folder: Path, text: str = LAB_DOMAIN) -> Path:
     (``GRAPHDOJO_DOMAINS_DIR`` = the folder, ``GRAPHDOJO_DOMAINS=lab``)."""
     (folder / "eval").mkdir(parents=True, exist_ok=True)
     (folder / "eval" / "lab.jsonl").write_text(
-        '{"qid": "e1", "question": "Who wrote the held-out paper?", "answer": "nobody", "entities": ["author_999"]}\n')
+        '{"qid": "e1", "question": "Who wrote the held-out paper?", "answer": "nobody", "entities": ["author_999"]}\n'
+    )
     (folder / "lab.yaml").write_text(text)
     return folder
 
@@ -121,7 +132,9 @@ def _load_into_neo4j(driver, data: GraphData) -> None:  # noqa: ANN001
                     f"MATCH (a:{quote_identifier(rel.src_label)} {{id: $a}}), "
                     f"(b:{quote_identifier(rel.dst_label)} {{id: $b}}) "
                     f"CREATE (a)-[r:{quote_identifier(rtype)}]->(b) SET r = $p",
-                    a=rel.src_id, b=rel.dst_id, p=dict(rel.properties),
+                    a=rel.src_id,
+                    b=rel.dst_id,
+                    p=dict(rel.properties),
                 ).consume()
 
 

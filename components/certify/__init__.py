@@ -1,7 +1,16 @@
-"""Certification (SPEC §4): the program checks and the strict / partial / hard-failure status,
+"""Certification (docs/certification.md): the program checks and the strict / partial / hard-failure status,
 the two-stage semantic judge and the leakage filter."""
 
 from components.certify.certifier import REASONS, RULES_VERSION, STATUSES, Certificate, certify, certify_many
+from components.certify.checks import (
+    CHECK_NAMES,
+    UNDETERMINED,
+    CheckResult,
+    check_format_provenance_safety,
+    check_grounding,
+    check_reexecution,
+    check_schema_static,
+)
 from components.certify.judge import (
     JUDGE_VERDICTS,
     JudgeInput,
@@ -18,15 +27,6 @@ from components.certify.leakage import (
     LeakageResult,
     build_lexicon,
     load_eval_questions,
-)
-from components.certify.checks import (
-    CHECK_NAMES,
-    UNDETERMINED,
-    CheckResult,
-    check_format_provenance_safety,
-    check_grounding,
-    check_reexecution,
-    check_schema_static,
 )
 
 __all__ = [

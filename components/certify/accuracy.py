@@ -64,8 +64,9 @@ class FaultStats:
     def recall(self) -> float | None:
         if not self.injected:
             return None
-        hit = {"hard_failure": self.hard_failures, "partial": self.injected - self.strict,
-               "strict": self.strict}[self.outcome]
+        hit = {"hard_failure": self.hard_failures, "partial": self.injected - self.strict, "strict": self.strict}[
+            self.outcome
+        ]
         return hit / self.injected
 
     @property
@@ -77,10 +78,19 @@ class FaultStats:
         return self.hard_failures / denom if denom else None
 
     def to_json(self, false_rejects: int = 0) -> dict[str, Any]:
-        return {"fault": self.fault, "outcome": self.outcome, "expected": self.expected,
-                "injected": self.injected, "hard_failures": self.hard_failures, "partial": self.partial,
-                "strict": self.strict, "recall": self.recall, "reason_recall": self.reason_recall,
-                "precision": self.precision(false_rejects), "misses": self.misses[:5]}
+        return {
+            "fault": self.fault,
+            "outcome": self.outcome,
+            "expected": self.expected,
+            "injected": self.injected,
+            "hard_failures": self.hard_failures,
+            "partial": self.partial,
+            "strict": self.strict,
+            "recall": self.recall,
+            "reason_recall": self.reason_recall,
+            "precision": self.precision(false_rejects),
+            "misses": self.misses[:5],
+        }
 
 
 @dataclass
@@ -109,18 +119,26 @@ class AccuracyReport:
         sandboxed = [f for f in self.faults.values() if f.sandboxed and f.injected]
         if not self.untouched or any(f.injected == 0 for f in classic):
             return False
-        return all((f.recall or 0.0) >= THRESHOLDS["recall"] for f in classic) \
-            and all((f.reason_recall or 0.0) >= THRESHOLDS["recall"] for f in sandboxed) \
+        return (
+            all((f.recall or 0.0) >= THRESHOLDS["recall"] for f in classic)
+            and all((f.reason_recall or 0.0) >= THRESHOLDS["recall"] for f in sandboxed)
             and (self.false_reject_rate or 0.0) <= THRESHOLDS["false_reject_rate"]
+        )
 
     def table(self) -> list[dict[str, Any]]:
         return [f.to_json(self.false_rejects) for f in self.faults.values()]
 
     def to_json(self) -> dict[str, Any]:
-        return {"passed": self.passed, "recall": self.recall, "untouched": self.untouched,
-                "false_rejects": self.false_rejects, "false_reject_rate": self.false_reject_rate,
-                "false_reject_examples": self.false_reject_examples[:5], "thresholds": dict(THRESHOLDS),
-                "faults": self.table()}
+        return {
+            "passed": self.passed,
+            "recall": self.recall,
+            "untouched": self.untouched,
+            "false_rejects": self.false_rejects,
+            "false_reject_rate": self.false_reject_rate,
+            "false_reject_examples": self.false_reject_examples[:5],
+            "thresholds": dict(THRESHOLDS),
+            "faults": self.table(),
+        }
 
 
 def fault_accuracy(
@@ -147,9 +165,11 @@ def fault_accuracy(
     batch: list[QACandidate] = list(pool)
     labels: list[str | None] = [None] * len(pool)
     with SandboxServer(limits or SandboxLimits()) as server:
+
         def runner(program: str, episode: str) -> Any:
-            return run_final_program(query_path, schema, program, limits=server.limits, episode_id=episode,
-                                     server=server)
+            return run_final_program(
+                query_path, schema, program, limits=server.limits, episode_id=episode, server=server
+            )
 
         for name, spec in FAULTS.items():
             made = 0
@@ -166,8 +186,9 @@ def fault_accuracy(
                 batch.append(faulty)
                 labels.append(name)
                 made += 1
-    certs = certify_many(batch, schema=schema, query_path=query_path, current_fingerprint=fingerprint,
-                         progress=progress, limits=limits)
+    certs = certify_many(
+        batch, schema=schema, query_path=query_path, current_fingerprint=fingerprint, progress=progress, limits=limits
+    )
     stats = {name: FaultStats(name, sorted(f.expected), f.outcome, f.sandboxed) for name, f in FAULTS.items()}
     false_rejects, examples = 0, []
     for cand, label, cert in zip(batch, labels, certs, strict=True):

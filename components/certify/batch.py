@@ -23,8 +23,14 @@ from typing import Any, Final
 from components.graph.jsonl import MAX_LINE_BYTES, JsonlFileError, read_jsonl
 from components.quizzer.candidate import FAILURE_REASONS, QUIZZER_KINDS, QACandidate
 
-__all__ = ["FILE_ERRORS", "LINE_ERRORS", "MAX_LINE_BYTES", "CandidateFileError", "CandidateLine",
-           "read_candidate_lines"]
+__all__ = [
+    "FILE_ERRORS",
+    "LINE_ERRORS",
+    "MAX_LINE_BYTES",
+    "CandidateFileError",
+    "CandidateLine",
+    "read_candidate_lines",
+]
 
 LINE_ERRORS: Final[Mapping[str, str]] = {
     "bad_json": "the line is not strict UTF-8 JSON (no NaN, no duplicate keys, nested at most 64 deep)",
@@ -40,8 +46,14 @@ FILE_ERRORS: Final[Mapping[str, str]] = {
     "empty_file": "the candidates file holds no candidate line",
 }
 
-_NESTED: Final = {"axes": dict, "start_node": dict, "neighbourhood": dict, "trace": list, "evidence": list,
-                  "meta": dict}
+_NESTED: Final = {
+    "axes": dict,
+    "start_node": dict,
+    "neighbourhood": dict,
+    "trace": list,
+    "evidence": list,
+    "meta": dict,
+}
 _TEXT: Final = ("question", "answer", "answer_type", "final_program", "failure_detail", "model")
 _INTS: Final = ("seed", "index", "prompt_tokens", "completion_tokens")
 _REQUIRED: Final = ("question", "answer_type", "final_program", "evidence")
@@ -148,8 +160,12 @@ def _candidate(raw: Any) -> QACandidate:
             missing.append("answer")
         if missing:
             raise _Bad("missing_field", f"missing {missing}")
-    record.update(quizzer=quizzer or "external", failure_reason=failure, latency_s=raw.get("latency_s"),
-                  repaired=raw.get("repaired"))
+    record.update(
+        quizzer=quizzer or "external",
+        failure_reason=failure,
+        latency_s=raw.get("latency_s"),
+        repaired=raw.get("repaired"),
+    )
     kwargs = {k[: -len("_json")] if k.endswith("_json") else k: v for k, v in record.items()}
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     for key in ("question", "answer", "answer_type", "final_program"):

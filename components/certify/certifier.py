@@ -1,6 +1,6 @@
 """Certification of one candidate: the four program checks in order → a :class:`Certificate`.
 
-Statuses (SPEC §4):
+Statuses (docs/certification.md):
 
 * ``hard_failure`` — the quizzer itself failed the candidate (``quizzer_failure``), or the first
   check that *fails* (in the order format/provenance/safety → schema/static → re-execution →
@@ -94,13 +94,21 @@ class Certificate:
         return self.status != "hard_failure"
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "reasons": list(self.reasons), "rules": self.rules,
-                "checks": [c.to_json() for c in self.checks]}
+        return {
+            "status": self.status,
+            "reasons": list(self.reasons),
+            "rules": self.rules,
+            "checks": [c.to_json() for c in self.checks],
+        }
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Certificate:
-        return cls(raw["status"], list(raw.get("reasons") or ()), [CheckResult.from_json(c) for c in raw.get("checks") or ()],
-                   rules=str(raw.get("rules") or "rules-1"))
+        return cls(
+            raw["status"],
+            list(raw.get("reasons") or ()),
+            [CheckResult.from_json(c) for c in raw.get("checks") or ()],
+            rules=str(raw.get("rules") or "rules-1"),
+        )
 
 
 def _run(steps: Sequence[Callable[[], CheckResult]], offset: int, checks: list[CheckResult]) -> Certificate | None:
@@ -137,8 +145,9 @@ class _Context:
     static_cache: dict[str, Any] | None = None
 
 
-def _checks_1_to_3(candidate: Any, ctx: _Context, snapshot_fingerprint: str | None,
-                   results: dict) -> tuple[Certificate | None, list[CheckResult]]:
+def _checks_1_to_3(
+    candidate: Any, ctx: _Context, snapshot_fingerprint: str | None, results: dict
+) -> tuple[Certificate | None, list[CheckResult]]:
     checks: list[CheckResult] = []
     path = ctx.query_path if ctx.lock is None else ReplayQueryPath(ctx.query_path, {}, ctx.lock)
     steps = (

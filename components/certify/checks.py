@@ -1,4 +1,4 @@
-"""The certifier's four program checks (SPEC §4), as pure functions over a candidate.
+"""The certifier's four program checks, as pure functions over a candidate.
 
 Each check returns a :class:`CheckResult` — ``pass``, ``fail`` with a reason code from
 :data:`components.certify.certifier.REASONS`, or ``undetermined`` with an allow-listed sub-reason
@@ -141,7 +141,7 @@ CHECK_NAMES: Final = ("format_provenance_safety", "schema_static", "reexecution"
 UNDETERMINED: Final[Mapping[str, str]] = {
     "multi_query_composition": "the answer combines several query results in Python",
     "selected_from_broader_evidence": "Python picks the answer out of a broader result (a listing, a row chosen "
-                                      "by a Python comparison, a Python max), the query does not select it",
+    "by a Python comparison, a Python max), the query does not select it",
     "derived_value": "Python computes the answer from the rows (arithmetic, a comparison), it is not a cell",
     "counted_duplicate_rows": "the answer counts the rows of a result whose rows repeat",
     "arbitrary_subset": "a LIMIT / SKIP without an ORDER BY that decides the cut: an arbitrary subset",
@@ -174,16 +174,26 @@ class CheckResult:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> CheckResult:
-        return cls(raw["name"], raw["verdict"], raw.get("reason"), raw.get("detail") or "",
-                   tuple(raw.get("undetermined") or ()))
+        return cls(
+            raw["name"],
+            raw["verdict"],
+            raw.get("reason"),
+            raw.get("detail") or "",
+            tuple(raw.get("undetermined") or ()),
+        )
 
     @property
     def failed(self) -> bool:
         return self.verdict == "fail"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "verdict": self.verdict, "reason": self.reason,
-                "detail": self.detail, "undetermined": list(self.undetermined)}
+        return {
+            "name": self.name,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "detail": self.detail,
+            "undetermined": list(self.undetermined),
+        }
 
 
 def _pass(name: str, detail: str = "") -> CheckResult:
@@ -217,8 +227,11 @@ def _final_run_record(trace: Sequence[Any]) -> dict[str, Any] | None:
 
 def _episode_of(candidate: Any) -> str:
     """The episode the evidence ids name (all the same), else the candidate id."""
-    episodes = {m.group("episode") for e in _evidence(candidate)
-                if isinstance(e.get("id"), str) and (m := _EPISODE_ID.match(e["id"]))}
+    episodes = {
+        m.group("episode")
+        for e in _evidence(candidate)
+        if isinstance(e.get("id"), str) and (m := _EPISODE_ID.match(e["id"]))
+    }
     return episodes.pop() if len(episodes) == 1 else str(getattr(candidate, "id", "") or "")
 
 
@@ -226,8 +239,15 @@ def _episode_of(candidate: Any) -> str:
 # 1. format, provenance, safety
 # ---------------------------------------------------------------------------------------------
 
-_FIELDS: Final = (("id", str), ("query", str), ("params", dict), ("columns", list),
-                  ("rows", list), ("truncated", bool), ("result_hash", str))
+_FIELDS: Final = (
+    ("id", str),
+    ("query", str),
+    ("params", dict),
+    ("columns", list),
+    ("rows", list),
+    ("truncated", bool),
+    ("result_hash", str),
+)
 
 
 def check_format_provenance_safety(candidate: Any) -> CheckResult:
@@ -343,12 +363,15 @@ def _static_query_fault(query: str, schema: GraphSchema) -> tuple[str, str] | No
         backward = schema.has_triple(t.target, t.type, t.source)
         if t.directed and not forward:
             if backward:
-                return "direction_error", (f"{_triple(t.source, t.type, t.target)} is not a schema triple; "
-                                           f"the schema has {_triple(t.target, t.type, t.source)}")
+                return "direction_error", (
+                    f"{_triple(t.source, t.type, t.target)} is not a schema triple; "
+                    f"the schema has {_triple(t.target, t.type, t.source)}"
+                )
             return "schema_error", f"no schema triple for {_triple(t.source, t.type, t.target)}"
         if not t.directed and not (forward or backward):
-            return "schema_error", (f"no schema triple for (:{t.source or ''})-[:{t.type}]-(:{t.target or ''}) "
-                                    "in either direction")
+            return "schema_error", (
+                f"no schema triple for (:{t.source or ''})-[:{t.type}]-(:{t.target or ''}) in either direction"
+            )
     for rewrite in (to_ladybug, to_neo4j):
         try:
             rewrite(parsed)
@@ -408,7 +431,11 @@ def check_reexecution(
     if not snapshot_fingerprint or not current_fingerprint:
         return _fail(name, "snapshot_drift", "the snapshot fingerprint is unknown, so the graph cannot be matched")
     if snapshot_fingerprint != current_fingerprint:
-        return _fail(name, "snapshot_drift", f"the graph changed: snapshot {snapshot_fingerprint} != current {current_fingerprint}")
+        return _fail(
+            name,
+            "snapshot_drift",
+            f"the graph changed: snapshot {snapshot_fingerprint} != current {current_fingerprint}",
+        )
     evidence = _evidence(candidate)
     for item in evidence:
         rid, query = item.get("id"), item["query"]
@@ -424,10 +451,15 @@ def check_reexecution(
             return _fail(name, "result_mismatch", f"evidence {rid}: columns {list(res.columns)} != {item['columns']}")
         h = result_hash(res.columns, res.rows, query_orders(query))
         if h != item["result_hash"]:
-            return _fail(name, "result_mismatch", f"evidence {rid}: re-executed result differs "
-                         f"({len(res.rows)} rows now, {len(item['rows'])} claimed)")
+            return _fail(
+                name,
+                "result_mismatch",
+                f"evidence {rid}: re-executed result differs ({len(res.rows)} rows now, {len(item['rows'])} claimed)",
+            )
         if bool(res.truncated) != bool(item["truncated"]):
-            return _fail(name, "result_mismatch", f"evidence {rid}: truncation {res.truncated} now, {item['truncated']} claimed")
+            return _fail(
+                name, "result_mismatch", f"evidence {rid}: truncation {res.truncated} now, {item['truncated']} claimed"
+            )
     return _pass(name, f"{len(evidence)} query(ies) reproduced")
 
 
@@ -445,10 +477,11 @@ def _via_probe(item: Mapping[str, Any], query_path: Any, results: dict | None) -
         wide = query_path.run(text, params, limit=fetch)
     except GraphError:
         return None
-    rows = tuple(tuple(r[:width]) for r in wide.rows[skip: None if limit is None else skip + limit])
+    rows = tuple(tuple(r[:width]) for r in wide.rows[skip : None if limit is None else skip + limit])
     res = QueryResult(tuple(wide.columns[:width]), rows, False)
-    if list(res.columns) != list(item.get("columns") or []) \
-            or result_hash(res.columns, rows, query_orders(item["query"])) != item.get("result_hash"):
+    if list(res.columns) != list(item.get("columns") or []) or result_hash(
+        res.columns, rows, query_orders(item["query"])
+    ) != item.get("result_hash"):
         return None  # not reproduced through the probe (a tie the engine broke otherwise): run the query
     if results is not None:
         results[probe_key(item["query"], params)] = wide.rows
@@ -479,8 +512,9 @@ class ReplayQueryPath:
         """The rows of ``query``'s tie-check probe when check 3 re-executed it through the probe."""
         return self.results.get(probe_key(query, params))
 
-    def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
-            **options: Any) -> Any:
+    def run(
+        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None, **options: Any
+    ) -> Any:
         hit = self.results.get(replay_key(query, params, limit))
         if hit is not None:
             self.replayed += 1
@@ -514,8 +548,11 @@ def _stated(candidate: Any) -> Any:
         return parse_answer(candidate.answer, answer_type)
     stated = parse_answer(candidate.answer_value, answer_type)
     display = candidate.answer
-    if isinstance(display, str) and display.strip() \
-            and normalise_text(display) != normalise_text(format_answer(stated)):
+    if (
+        isinstance(display, str)
+        and display.strip()
+        and normalise_text(display) != normalise_text(format_answer(stated))
+    ):
         try:
             agree = answers_agree(parse_answer(display, answer_type), stated, answer_type)
         except AnswerParseError:
@@ -546,32 +583,54 @@ def check_grounding(
         return _fail(name, "answer_evidence_mismatch", f"the stated answer does not parse as {answer_type}: {exc}")
 
     episode = _episode_of(candidate)
-    run = run_final_program(query_path, schema, candidate.final_program, limits=limits, episode_id=episode,
-                            server=server)
+    run = run_final_program(
+        query_path, schema, candidate.final_program, limits=limits, episode_id=episode, server=server
+    )
     if not run.ok and run.failure_reason != "truncated_evidence":
         reason = "incomplete_evidence" if run.failure_reason == "no_evidence" else "execution_failure"
-        return _fail(name, reason, f"the supporting program failed on re-run: {run.failure_reason}: {run.failure_detail}")
+        return _fail(
+            name, reason, f"the supporting program failed on re-run: {run.failure_reason}: {run.failure_detail}"
+        )
     recomputed = [t.to_json() for t in run.evidence]
     submitted = {_key(e) for e in _evidence(candidate)}
     produced = {_key(e) for e in recomputed}
     if submitted - produced:
-        return _fail(name, "forged_evidence", f"{len(submitted - produced)} evidence item(s) are not produced by the supporting program")
+        return _fail(
+            name,
+            "forged_evidence",
+            f"{len(submitted - produced)} evidence item(s) are not produced by the supporting program",
+        )
     if produced - submitted:
-        return _fail(name, "incomplete_evidence", f"{len(produced - submitted)} result(s) the program marks are not in the evidence")
+        return _fail(
+            name,
+            "incomplete_evidence",
+            f"{len(produced - submitted)} result(s) the program marks are not in the evidence",
+        )
     try:
         recomputed_answer = parse_printed(run.printed, answer_type)
     except AnswerParseError as exc:
         return _fail(name, "answer_evidence_mismatch", f"the program's printed answer does not parse: {exc}")
     if not answers_agree(recomputed_answer, stated, answer_type):
-        return _fail(name, "answer_evidence_mismatch",
-                     f"the program computes {recomputed_answer!r}, the candidate states {stated!r}")
+        return _fail(
+            name,
+            "answer_evidence_mismatch",
+            f"the program computes {recomputed_answer!r}, the candidate states {stated!r}",
+        )
 
     flow = answer_flow(candidate.final_program, answer_type)
     if flow.verdict == "independent":
         return _fail(name, "hard_coded_answer", f"{flow.detail}: the answer is written into the program")
     if flow.verdict == "inconclusive":
-        changed, why = perturbation_changes(candidate.final_program, recomputed_answer, answer_type, query_path,
-                                            schema, limits=limits, episode_id=episode, server=server)
+        changed, why = perturbation_changes(
+            candidate.final_program,
+            recomputed_answer,
+            answer_type,
+            query_path,
+            schema,
+            limits=limits,
+            episode_id=episode,
+            server=server,
+        )
         if not changed:
             return _fail(name, "hard_coded_answer", f"{flow.detail}; replayed on perturbed rows, {why}")
 
@@ -589,8 +648,10 @@ def check_grounding(
     if any(not derive(e["query"], schema).ok for e in recomputed):
         notes.append("derivation_unsupported")
     probes = getattr(query_path, "probe_rows", None)
-    cuts = [cut_state(t.query, t.params, t.rows, query_path, probes(t.query, t.params) if probes else None)
-            for t in run.evidence]
+    cuts = [
+        cut_state(t.query, t.params, t.rows, query_path, probes(t.query, t.params) if probes else None)
+        for t in run.evidence
+    ]
     emptiness_only = answer_type == "boolean" and flow.emptiness
     if not emptiness_only and any(not c.exact for c in cuts):
         notes.append("arbitrary_subset")

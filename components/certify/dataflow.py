@@ -41,13 +41,65 @@ __all__ = ["COMPUTING_OPS", "AnswerFlow", "answer_flow"]
 #: operations that mean Python chose or computed the answer (not a plain move of values)
 COMPUTING_OPS: Final = frozenset({"compare", "branch", "filter", "select", "arith", "format", "call"})
 
-_MOVE_FUNCS: Final = frozenset({"str", "int", "float", "list", "set", "frozenset", "tuple", "sorted", "len",
-                                 "bool", "dict", "zip", "enumerate", "iter", "next", "reversed", "dumps",
-                                 "loads", "strip", "lower", "upper", "title", "casefold", "keys", "values",
-                                 "items", "get", "records", "copy", "join", "split", "lstrip", "rstrip"})
+_MOVE_FUNCS: Final = frozenset(
+    {
+        "str",
+        "int",
+        "float",
+        "list",
+        "set",
+        "frozenset",
+        "tuple",
+        "sorted",
+        "len",
+        "bool",
+        "dict",
+        "zip",
+        "enumerate",
+        "iter",
+        "next",
+        "reversed",
+        "dumps",
+        "loads",
+        "strip",
+        "lower",
+        "upper",
+        "title",
+        "casefold",
+        "keys",
+        "values",
+        "items",
+        "get",
+        "records",
+        "copy",
+        "join",
+        "split",
+        "lstrip",
+        "rstrip",
+    }
+)
 _SELECT_FUNCS: Final = frozenset({"max", "min", "filter", "most_common", "index", "count", "choice"})
-_ARITH_FUNCS: Final = frozenset({"sum", "abs", "round", "pow", "divmod", "mean", "median", "fsum", "sqrt",
-                                 "floor", "ceil", "prod", "mode", "stdev", "variance", "log", "exp"})
+_ARITH_FUNCS: Final = frozenset(
+    {
+        "sum",
+        "abs",
+        "round",
+        "pow",
+        "divmod",
+        "mean",
+        "median",
+        "fsum",
+        "sqrt",
+        "floor",
+        "ceil",
+        "prod",
+        "mode",
+        "stdev",
+        "variance",
+        "log",
+        "exp",
+    }
+)
 _COMPARE_FUNCS: Final = frozenset({"any", "all", "isinstance", "startswith", "endswith"})
 _MUTATORS: Final = frozenset({"append", "add", "extend", "update", "insert", "setdefault", "appendleft"})
 
@@ -66,16 +118,28 @@ class _V:
     ctrl: frozenset[str] = frozenset()
 
     def join(self, other: _V) -> _V:
-        return _V(self.deps | other.deps, self.ops | other.ops, self.literal or other.literal,
-                  self.none and other.none, self.ordered and other.ordered, self.ctrl | other.ctrl)
+        return _V(
+            self.deps | other.deps,
+            self.ops | other.ops,
+            self.literal or other.literal,
+            self.none and other.none,
+            self.ordered and other.ordered,
+            self.ctrl | other.ctrl,
+        )
 
     def plus(self, *ops: str) -> _V:
         return replace(self, ops=self.ops | frozenset(ops), none=False)
 
     def moved(self, *, ops: frozenset[str] | None = None, literal: bool | None = None) -> _V:
         """The same dependencies in a new value (not None, not sorted)."""
-        return _V(self.deps, self.ops if ops is None else ops, self.literal if literal is None else literal,
-                  False, False, self.ctrl)
+        return _V(
+            self.deps,
+            self.ops if ops is None else ops,
+            self.literal if literal is None else literal,
+            False,
+            False,
+            self.ctrl,
+        )
 
 
 _NEUTRAL = _V()
@@ -221,8 +285,7 @@ class _Reader:
             return orelse
         out = body.join(orelse)
         if test.deps or test.ctrl:
-            return _V(out.deps, out.ops | test.ops | {"branch"}, False, False, False,
-                      out.ctrl | test.deps | test.ctrl)
+            return _V(out.deps, out.ops | test.ops | {"branch"}, False, False, False, out.ctrl | test.deps | test.ctrl)
         return out
 
     def _comprehension(self, generators: list[ast.comprehension], elements: list[ast.expr]) -> _V:
@@ -368,12 +431,30 @@ class _Reader:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.functions.add(node.name)
             self.env.pop(node.name, None)
-        elif not isinstance(node, (ast.Import, ast.ImportFrom, ast.Pass, ast.Break, ast.Continue, ast.Global,
-                                   ast.Nonlocal, ast.Delete, ast.Raise, ast.Assert)):
+        elif not isinstance(
+            node,
+            (
+                ast.Import,
+                ast.ImportFrom,
+                ast.Pass,
+                ast.Break,
+                ast.Continue,
+                ast.Global,
+                ast.Nonlocal,
+                ast.Delete,
+                ast.Raise,
+                ast.Assert,
+            ),
+        ):
             raise _Unsupported(type(node).__name__)
 
-    def _branches(self, deps: frozenset[str], test_ops: frozenset[str], bodies: list[list[ast.stmt]],
-                  loop: tuple[ast.AST, _V] | None = None) -> None:
+    def _branches(
+        self,
+        deps: frozenset[str],
+        test_ops: frozenset[str],
+        bodies: list[list[ast.stmt]],
+        loop: tuple[ast.AST, _V] | None = None,
+    ) -> None:
         """Run each body from the current state and merge them with the state before (a body
         may not run). Under a data-dependent path every assignment carries ``deps`` as control
         and the test's operations, and is no longer an unconditional literal."""
@@ -405,10 +486,15 @@ def _emptiness_test(node: ast.Compare) -> bool:
     if len(node.ops) != 1:
         return False
     left, right = node.left, node.comparators[0]
-    sized = (isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len") \
-        or (isinstance(left, ast.Attribute) and left.attr == "row_count")
-    return sized and isinstance(right, ast.Constant) and right.value in (0, 1) \
+    sized = (isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len") or (
+        isinstance(left, ast.Attribute) and left.attr == "row_count"
+    )
+    return (
+        sized
+        and isinstance(right, ast.Constant)
+        and right.value in (0, 1)
         and isinstance(node.ops[0], (ast.Gt, ast.NotEq, ast.GtE, ast.Eq, ast.Lt, ast.LtE))
+    )
 
 
 def _test_ops(node: ast.AST, value: _V) -> frozenset[str]:
@@ -439,26 +525,40 @@ def _guard(node: ast.AST, value: _V) -> bool:
         return _guard(node.operand, value)
     if isinstance(node, ast.BoolOp):
         return all(_guard(v, value) for v in node.values)
-    if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Call) \
-            and isinstance(node.left.func, ast.Name) and node.left.func.id == "len" \
-            and isinstance(node.comparators[0], ast.Constant):
+    if (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.left, ast.Call)
+        and isinstance(node.left.func, ast.Name)
+        and node.left.func.id == "len"
+        and isinstance(node.comparators[0], ast.Constant)
+    ):
         return True
     return "guard" in value.ops and not (value.ops - {"guard", "emptiness"})
 
 
 def _last_print(tree: ast.Module) -> tuple[int, ast.expr | None, str]:
     """Index of the top-level statement printing the answer, its argument, or a reason."""
-    prints = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-              and n.func.id in ("print", "pprint")]
+    prints = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("print", "pprint")
+    ]
     if not prints:
         return -1, None, "no print() call"
-    top = [i for i, s in enumerate(tree.body) if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-           and isinstance(s.value.func, ast.Name) and s.value.func.id == "print"]
+    top = [
+        i
+        for i, s in enumerate(tree.body)
+        if isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Name)
+        and s.value.func.id == "print"
+    ]
     if not top:
         return -1, None, "the answer is printed inside a block"
     last = top[-1]
     call = tree.body[last].value  # type: ignore[attr-defined]
-    later = [s for s in tree.body[last + 1:] if any(p in ast.walk(s) for p in prints)]
+    later = [s for s in tree.body[last + 1 :] if any(p in ast.walk(s) for p in prints)]
     if later:
         return -1, None, "print() after the last top-level print"
     if len(call.args) != 1 or call.keywords:

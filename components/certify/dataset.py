@@ -41,16 +41,18 @@ from components.certify.leakage import LeakageFilter, LeakageResult, build_lexic
 from components.cypher.features import features_json
 from components.options import checked_options
 from components.quizzer.candidate import QACandidate
-from components.store.fingerprint import chain_fingerprint, code_digest, hash_path, read_parquet, write_parquet
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.store.fingerprint import hash_path, read_parquet, write_parquet
 
 __all__ = [
     "ADMITTED_STATUSES",
-    "CERTIFY_VERSION",
+    "CERTIFIED_DATASET",
     "FUNNEL_RATES",
     "CertifiedRun",
     "CertifyConfig",
     "admit",
-    "certify_fingerprint",
+    "build_certified_dataset",
+    "certify_params",
     "funnel",
     "funnel_chart",
     "funnel_rates",
@@ -59,12 +61,17 @@ __all__ = [
     "write_certified",
 ]
 
-CERTIFY_VERSION: Final = "certify-1"
 ADMITTED_STATUSES: Final = ("strict", "partial")
 JUDGE_MODES: Final = ("off", "on")
 #: Rates published as metadata (0..1, over all candidates) that domain configs may bound.
-FUNNEL_RATES: Final = ("certified_rate", "strict_rate", "hard_failure_rate", "admitted_rate",
-                       "judge_accept_rate", "leakage_rate")
+FUNNEL_RATES: Final = (
+    "certified_rate",
+    "strict_rate",
+    "hard_failure_rate",
+    "admitted_rate",
+    "judge_accept_rate",
+    "leakage_rate",
+)
 
 
 @dataclass(frozen=True)
@@ -117,18 +124,19 @@ class CertifyConfig:
         return cls(**raw)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "judge_options": dict(self.judge_options),
-                "bands": {k: list(v) for k, v in self.bands.items()}}
+        return {
+            **asdict(self),
+            "judge_options": dict(self.judge_options),
+            "bands": {k: list(v) for k, v in self.bands.items()},
+        }
 
 
-def certify_fingerprint(candidates_fingerprint: str, config: CertifyConfig) -> str:
-    """The dataset's lineage: the candidates, the certifier's code and rules, the config and the
-    eval set's content (a changed evaluation set is a new dataset)."""
+def certify_params(config: CertifyConfig) -> dict[str, Any]:
+    """What identifies a certified dataset beyond its inputs: the config, the certification
+    rules and the evaluation set's content (a changed evaluation set is a new dataset)."""
     ev = config.eval_questions
     eval_hash = hash_path(ev) if ev and Path(ev).is_file() else None
-    return chain_fingerprint([candidates_fingerprint],
-                             f"{CERTIFY_VERSION}:{RULES_VERSION}:{code_digest(Path(__file__).parent)}",
-                             {**config.to_json(), "eval_questions_hash": eval_hash})
+    return {**config.to_json(), "rules": RULES_VERSION, "eval_questions_hash": eval_hash}
 
 
 def admit(status: str, verdict: str, leaked: bool, config: CertifyConfig) -> bool:
@@ -162,8 +170,15 @@ class CertifiedRun:
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
-def _row(cand: QACandidate, cert: Certificate, verdict: JudgeVerdict | None, config: CertifyConfig,
-         leak: LeakageResult | None, schema: Any, reads: Sequence[str]) -> dict[str, Any]:
+def _row(
+    cand: QACandidate,
+    cert: Certificate,
+    verdict: JudgeVerdict | None,
+    config: CertifyConfig,
+    leak: LeakageResult | None,
+    schema: Any,
+    reads: Sequence[str],
+) -> dict[str, Any]:
     certified = cert.status != "hard_failure"
     if not certified:
         verdict_name = "not_judged"
@@ -232,6 +247,7 @@ def run_certification(
                 done[0] += k
                 if progress:
                     progress(stage, done[0], total)
+
             return step
 
         t0 = time.perf_counter()
@@ -243,8 +259,9 @@ def run_certification(
         step = tick("certify", n)
         if keep:
             step(len(keep))
-        fresh = certify_many([candidates[i] for i in todo], schema=schema, query_path=path,
-                             current_fingerprint=current, progress=step)
+        fresh = certify_many(
+            [candidates[i] for i in todo], schema=schema, query_path=path, current_fingerprint=current, progress=step
+        )
         certs: list[Certificate] = [None] * n  # type: ignore[list-item]
         reads: list[Sequence[str]] = [()] * n
         for i, cert in zip(todo, fresh, strict=True):
@@ -281,26 +298,90 @@ def run_certification(
             for res in leaks.values():
                 by_where.update({w for _, _, w in res.matches})
                 by_eval.update({q for _, q, _ in res.matches})
-            leakage_report = {"eval_questions": config.eval_questions, "eval_items": len(filt.items),
-                              "leaked": sum(r.dropped for r in leaks.values()),
-                              "by_where": dict(by_where), "by_eval": dict(by_eval.most_common())}
+            leakage_report = {
+                "eval_questions": config.eval_questions,
+                "eval_items": len(filt.items),
+                "leaked": sum(r.dropped for r in leaks.values()),
+                "by_where": dict(by_where),
+                "by_eval": dict(by_eval.most_common()),
+            }
             wall["leakage"] = time.perf_counter() - t0
 
-        rows = [_row(c, certs[i], verdicts.get(i), config, leaks.get(i), schema, reads[i])
-                for i, c in enumerate(candidates)]
+        rows = [
+            _row(c, certs[i], verdicts.get(i), config, leaks.get(i), schema, reads[i]) for i, c in enumerate(candidates)
+        ]
 
         accuracy = None
         pool = [c for c, cert in zip(candidates, certs, strict=True) if cert.status != "hard_failure"]
         if config.fault_sample > 0 and pool:
             t0 = time.perf_counter()
             strict_ids = {c.id for c, cert in zip(candidates, certs, strict=True) if cert.status == "strict"}
-            accuracy = fault_accuracy(pool, schema=schema, query_path=path, fingerprint=current,
-                                      per_fault=config.fault_sample, seed=config.seed, strict_ids=strict_ids,
-                                      progress=tick("fault injection", len(pool) + config.fault_sample * len(FAULTS)))
+            accuracy = fault_accuracy(
+                pool,
+                schema=schema,
+                query_path=path,
+                fingerprint=current,
+                per_fault=config.fault_sample,
+                seed=config.seed,
+                strict_ids=strict_ids,
+                progress=tick("fault injection", len(pool) + config.fault_sample * len(FAULTS)),
+            )
             wall["fault_injection"] = time.perf_counter() - t0
         return CertifiedRun(rows, accuracy, leakage_report, wall, judge_error, reused=len(keep))
     finally:
         backend.close()
+
+
+# -- the layer -------------------------------------------------------------------------------
+
+
+def build_certified_dataset(
+    inputs: Mapping[str, Artifact], config: CertifyConfig, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """The ``certified_dataset`` layer: :func:`run_certification` of the ``candidates`` input on
+    the ``snapshot`` input, re-using the certificates of the layer's previous artifact that still
+    hold (``ctx.previous``, :func:`~components.certify.incremental.previous_certificates`).
+    Writes ``certified.parquet`` (every candidate), ``admitted.parquet`` and ``report.json``
+    (accuracy, leakage, timings, judge error, reuse)."""
+    from components.certify.incremental import previous_certificates
+    from components.quizzer.run import TqdmProgress, read_candidates
+
+    cands, snap = inputs["candidates"], inputs["snapshot"]
+    parts = snap.summary.get("parts")
+    reuse, since = previous_certificates(ctx.previous, certify_params(config), parts)
+    bars = TqdmProgress(f"{ctx.domain} certification")
+    try:
+        run = run_certification(read_candidates(str(cands.path)), str(snap.path), config, progress=bars, reuse=reuse)
+    finally:
+        bars.close()
+    ctx.log(
+        f"incremental re-certification: {run.reused} of {len(run.rows)} certificates reused from {since}"
+        if since
+        else "full certification (no earlier run to build on)"
+    )
+    report = {
+        "accuracy": run.accuracy.to_json() if run.accuracy else None,
+        "leakage": run.leakage_report,
+        "wall_s": run.wall_s,
+        "judge_error": run.judge_error,
+        "reused_certificates": run.reused,
+        "reused_from": since,
+    }
+    table = write_certified(run.rows, out_dir / "certified.parquet")
+    write_certified(run.admitted, out_dir / "admitted.parquet")
+    (out_dir / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    n_admitted = sum(bool(r["admitted"]) for r in run.rows)
+    return CERTIFIED_DATASET.artifact(
+        inputs,
+        config,
+        ctx,
+        path=table,
+        counts={"candidates": len(run.rows), "admitted": n_admitted},
+        summary={"funnel": funnel(run.rows), "rates": funnel_rates(run.rows), "snapshot_parts": parts, **report},
+    )
+
+
+CERTIFIED_DATASET: Final = Layer("certified_dataset", build_certified_dataset, certify_params)
 
 
 # -- the funnel ------------------------------------------------------------------------------
@@ -311,8 +392,9 @@ def funnel(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     strict, partial, judge accept / reject / uncertain (or skipped), leakage drops, admitted."""
     n = len(rows)
     status = Counter(r["status"] for r in rows)
-    causes = Counter(r["reasons"][0] if r["reasons"] else "internal_error"
-                     for r in rows if r["status"] == "hard_failure")
+    causes = Counter(
+        r["reasons"][0] if r["reasons"] else "internal_error" for r in rows if r["status"] == "hard_failure"
+    )
     out: list[tuple[str, int]] = [("candidates", n), ("hard_failure", status["hard_failure"])]
     out += [(f"hard_failure:{reason}", causes[reason]) for reason in REASONS if causes[reason]]
     out += [("strict", status["strict"]), ("partial", status["partial"])]
@@ -320,8 +402,12 @@ def funnel(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     verdicts = Counter(r["verdict"] for r in certified)
     if verdicts.get("skipped"):  # judge off: the partial items are held back unless configured otherwise
         out.append(("judge:skipped", verdicts["skipped"]))
-        out.append(("judge_off:partial_held_back", sum(r["status"] == "partial" and not r["leaked"]
-                                                        and not r["admitted"] for r in certified)))
+        out.append(
+            (
+                "judge_off:partial_held_back",
+                sum(r["status"] == "partial" and not r["leaked"] and not r["admitted"] for r in certified),
+            )
+        )
     else:
         out += [(f"judge:{v}", verdicts[v]) for v in ("accept", "reject", "uncertain")]
     passed_judge = [r for r in certified if r["verdict"] in ("accept", "skipped")]

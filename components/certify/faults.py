@@ -53,18 +53,22 @@ from __future__ import annotations
 import ast
 import copy
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from components.cypher.parse import parse_query
 from components.cypher.schema_check import used_triples
+from components.graph.errors import GraphError
 from components.graph.schema import GraphSchema
 from components.quizzer.candidate import QACandidate, format_answer
 from components.quizzer.final import answers_agree, normalise_answer
 from components.tools.traced import query_orders, result_hash
 
 __all__ = ["FAULTS", "OUTCOMES", "SNAPSHOT_FAULT", "Fault", "Runner", "inject", "replace_print", "rerun_as"]
+
+log = logging.getLogger(__name__)
 
 SNAPSHOT_FAULT: Final = "snapshot_changed"
 OUTCOMES: Final = ("hard_failure", "partial", "strict")
@@ -80,8 +84,15 @@ class Fault:
     that count (a hard failure's reason, or one of a partial's reasons). ``sandboxed``
     injectors take a :data:`Runner` as a fourth argument."""
 
-    def __init__(self, name: str, injector: Injector | None, expected: frozenset[str],
-                 outcome: str = "hard_failure", *, sandboxed: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        injector: Injector | None,
+        expected: frozenset[str],
+        outcome: str = "hard_failure",
+        *,
+        sandboxed: bool = False,
+    ) -> None:
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
         self.name, self.injector, self.expected = name, injector, expected
@@ -124,19 +135,25 @@ _IN = re.compile(r"<-\[([^\]]*)\]-(?!>)")
 def _reversals(query: str) -> list[str]:
     out = []
     for m in _OUT.finditer(query):
-        out.append(query[: m.start()] + f"<-[{m.group(1)}]-" + query[m.end():])
+        out.append(query[: m.start()] + f"<-[{m.group(1)}]-" + query[m.end() :])
     for m in _IN.finditer(query):
-        out.append(query[: m.start()] + f"-[{m.group(1)}]->" + query[m.end():])
+        out.append(query[: m.start()] + f"-[{m.group(1)}]->" + query[m.end() :])
     return out
 
 
 def _direction_fault(query: str, schema: GraphSchema) -> bool:
     try:
         triples = used_triples(parse_query(query))
-    except Exception:  # noqa: BLE001
+    except GraphError as exc:  # an unparseable reversal is no direction fault
+        log.debug("direction fault check skipped %r: %s", query, exc)
         return False
-    return any(t.directed and t.type and not schema.has_triple(t.source, t.type, t.target)
-               and schema.has_triple(t.target, t.type, t.source) for t in triples)
+    return any(
+        t.directed
+        and t.type
+        and not schema.has_triple(t.source, t.type, t.target)
+        and schema.has_triple(t.target, t.type, t.source)
+        for t in triples
+    )
 
 
 def reversed_direction(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema) -> QACandidate | None:
@@ -170,8 +187,13 @@ def _perturbed(value: Any, answer_type: str) -> Any:
 def swapped_answer(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema) -> QACandidate | None:
     value = None
     for o in others:
-        if o.ok and o.id != c.id and o.answer_type == c.answer_type and o.answer_value is not None \
-                and not answers_agree(o.answer_value, c.answer_value, c.answer_type):
+        if (
+            o.ok
+            and o.id != c.id
+            and o.answer_type == c.answer_type
+            and o.answer_value is not None
+            and not answers_agree(o.answer_value, c.answer_value, c.answer_type)
+        ):
             value = copy.deepcopy(o.answer_value)
             break
     if value is None:
@@ -241,8 +263,12 @@ def truncated_claim(c: QACandidate, others: Sequence[QACandidate], schema: Graph
 def _foreign(c: QACandidate, others: Sequence[QACandidate]) -> list[dict[str, Any]] | None:
     mine = {normalise_answer(e["query"], "entity") + str(e["params"]) for e in c.evidence}
     for o in others:
-        if o.ok and o.id != c.id and o.evidence and not mine & {
-                normalise_answer(e["query"], "entity") + str(e["params"]) for e in o.evidence}:
+        if (
+            o.ok
+            and o.id != c.id
+            and o.evidence
+            and not mine & {normalise_answer(e["query"], "entity") + str(e["params"]) for e in o.evidence}
+        ):
             return copy.deepcopy(o.evidence)
     return None
 
@@ -256,7 +282,9 @@ def foreign_evidence(c: QACandidate, others: Sequence[QACandidate], schema: Grap
     return out
 
 
-def foreign_evidence_relabelled(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema) -> QACandidate | None:
+def foreign_evidence_relabelled(
+    c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema
+) -> QACandidate | None:
     ev = _foreign(c, others)
     if ev is None:
         return None
@@ -284,13 +312,19 @@ def replace_print(program: str, expression: str) -> str | None:
         tree = ast.parse(program)
     except SyntaxError:
         return None
-    prints = [s for s in tree.body if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-              and isinstance(s.value.func, ast.Name) and s.value.func.id == "print"]
+    prints = [
+        s
+        for s in tree.body
+        if isinstance(s, ast.Expr)
+        and isinstance(s.value, ast.Call)
+        and isinstance(s.value.func, ast.Name)
+        and s.value.func.id == "print"
+    ]
     if not prints or prints[-1].end_lineno is None:
         return None
     lines = program.splitlines()
     last = prints[-1]
-    lines[last.lineno - 1: last.end_lineno] = [f"print({expression})"]
+    lines[last.lineno - 1 : last.end_lineno] = [f"print({expression})"]
     return "\n".join(lines) + "\n"
 
 
@@ -324,12 +358,16 @@ def _literal_program(c: QACandidate, value: Any) -> str | None:
     return replace_print(c.final_program, repr(json.dumps(value, ensure_ascii=False)))
 
 
-def hard_coded_literal(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner) -> QACandidate | None:
+def hard_coded_literal(
+    c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner
+) -> QACandidate | None:
     program = _literal_program(c, c.answer_value)
     return None if program is None else rerun_as(c, program, runner, restate=True)
 
 
-def hard_coded_wrong(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner) -> QACandidate | None:
+def hard_coded_wrong(
+    c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner
+) -> QACandidate | None:
     wrong = swapped_answer(c, others, schema)
     if wrong is None:
         return None
@@ -338,11 +376,15 @@ def hard_coded_wrong(c: QACandidate, others: Sequence[QACandidate], schema: Grap
 
 
 _ANCHOR = re.compile(r"\(s:(`[^`]+`) \{(`[^`]+`): \$start\}\)")
-_READS = {"set": "sorted({str(row[1]) for row in mine if row[1] is not None})",
-          "boolean": "mine[0][1] if mine else None"}
+_READS = {
+    "set": "sorted({str(row[1]) for row in mine if row[1] is not None})",
+    "boolean": "mine[0][1] if mine else None",
+}
 
 
-def broader_evidence(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner) -> QACandidate | None:
+def broader_evidence(
+    c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner
+) -> QACandidate | None:
     """The start node's constraint dropped: every start node's answer, keyed by its id; Python
     picks this one's row (template queries anchored at ``(s:`L` {`pk`: $start})``)."""
     if len(c.evidence) != 1 or "start" not in (c.evidence[0].get("params") or {}):
@@ -354,18 +396,22 @@ def broader_evidence(c: QACandidate, others: Sequence[QACandidate], schema: Grap
         return None
     head, _, tail = query.replace(m.group(0), f"(s:{m.group(1)})", 1).partition(" RETURN ")
     distinct = "DISTINCT " if tail.startswith("DISTINCT ") else ""
-    broad = f"{head} RETURN {distinct}s.{m.group(2)} AS gd_key, {tail[len(distinct):]}"
+    broad = f"{head} RETURN {distinct}s.{m.group(2)} AS gd_key, {tail[len(distinct) :]}"
     read = _READS.get(c.answer_type, "mine[0][1] if mine else None")
-    program = (f"import json\nr1 = cypher({broad!r}, **{params!r})\n"
-               f"mine = [row for row in r1.rows if row[0] == {params['start']!r}]\n"
-               f"answer = {read}\nmark_evidence(r1)\nprint(json.dumps(answer))\n")
+    program = (
+        f"import json\nr1 = cypher({broad!r}, **{params!r})\n"
+        f"mine = [row for row in r1.rows if row[0] == {params['start']!r}]\n"
+        f"answer = {read}\nmark_evidence(r1)\nprint(json.dumps(answer))\n"
+    )
     out = rerun_as(c, program, runner, restate=False)
     if out is None or out.evidence[0].get("truncated"):
         return None
     return out
 
 
-def arbitrary_limit(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner) -> QACandidate | None:
+def arbitrary_limit(
+    c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner
+) -> QACandidate | None:
     """A set answer's query with ``LIMIT n - 1`` and no ORDER BY: the subset is the answer."""
     if c.answer_type != "set" or len(c.evidence) != 1:
         return None
@@ -395,13 +441,17 @@ def _node_program(c: QACandidate, read: Callable[[str], str]) -> str | None:
     return None if program == c.final_program else program
 
 
-def node_valued(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner) -> QACandidate | None:
+def node_valued(
+    c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner
+) -> QACandidate | None:
     """``RETURN x.prop`` → ``RETURN x``, the program reads the node's property: still strict."""
     program = _node_program(c, lambda cell, prop: f"({cell} or {{}}).get({prop!r})")
     return None if program is None else rerun_as(c, program, runner, restate=False)
 
 
-def internal_key(c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner) -> QACandidate | None:
+def internal_key(
+    c: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner
+) -> QACandidate | None:
     """The answer read from a returned node's internal ``_label`` key (entity answers)."""
     if c.answer_type != "entity":
         return None
@@ -410,7 +460,8 @@ def internal_key(c: QACandidate, others: Sequence[QACandidate], schema: GraphSch
 
 
 FAULTS: Final[dict[str, Fault]] = {
-    f.name: f for f in (
+    f.name: f
+    for f in (
         Fault("reversed_direction", reversed_direction, frozenset({"direction_error"})),
         Fault("swapped_answer", swapped_answer, frozenset({"answer_evidence_mismatch"})),
         Fault("dropped_evidence", dropped_evidence, frozenset({"incomplete_evidence"})),
@@ -424,8 +475,13 @@ FAULTS: Final[dict[str, Fault]] = {
         Fault(SNAPSHOT_FAULT, None, frozenset({"snapshot_drift"})),
         Fault("hard_coded_literal", hard_coded_literal, frozenset({"hard_coded_answer"}), sandboxed=True),
         Fault("hard_coded_wrong", hard_coded_wrong, frozenset({"hard_coded_answer"}), sandboxed=True),
-        Fault("broader_evidence", broader_evidence, frozenset({"selected_from_broader_evidence", "derived_value"}),
-              "partial", sandboxed=True),
+        Fault(
+            "broader_evidence",
+            broader_evidence,
+            frozenset({"selected_from_broader_evidence", "derived_value"}),
+            "partial",
+            sandboxed=True,
+        ),
         Fault("arbitrary_limit", arbitrary_limit, frozenset({"arbitrary_subset"}), "partial", sandboxed=True),
         Fault("node_valued", node_valued, frozenset(), "strict", sandboxed=True),
         Fault("internal_key", internal_key, frozenset({"incomplete_evidence"}), sandboxed=True),
@@ -433,8 +489,9 @@ FAULTS: Final[dict[str, Fault]] = {
 }
 
 
-def inject(fault: str, candidate: QACandidate, others: Sequence[QACandidate], schema: GraphSchema,
-           runner: Runner | None = None) -> QACandidate | None:
+def inject(
+    fault: str, candidate: QACandidate, others: Sequence[QACandidate], schema: GraphSchema, runner: Runner | None = None
+) -> QACandidate | None:
     """A faulty copy of ``candidate`` (``None`` when the fault does not apply, or when a
     sandboxed fault has no ``runner``). The snapshot fault edits nothing: the copy is returned
     unchanged and the caller certifies it against a different fingerprint."""

@@ -59,13 +59,24 @@ from components.graph.values import canonical_json
 from components.quizzer.answers import AnswerParseError, answers_agree, normalise_member, parse_printed
 from components.tools.cells import pair_columns, row_pairs
 
-__all__ = ["CUT_STATES", "PERTURBATIONS", "Cut", "CutPlan", "PerturbedQueryPath", "cut_plan", "cut_state",
-           "directness", "perturbation_changes", "probe_query"]
+__all__ = [
+    "CUT_STATES",
+    "PERTURBATIONS",
+    "Cut",
+    "CutPlan",
+    "PerturbedQueryPath",
+    "cut_plan",
+    "cut_state",
+    "directness",
+    "perturbation_changes",
+    "probe_query",
+]
 
 CUT_STATES: Final = ("complete", "top", "arbitrary", "unverifiable")
 PERTURBATIONS: Final = ("values", "drop_first", "empty")
-_AGGREGATES: Final = frozenset({"count", "sum", "avg", "min", "max", "collect", "stdev", "stdevp",
-                                "percentilecont", "percentiledisc"})
+_AGGREGATES: Final = frozenset(
+    {"count", "sum", "avg", "min", "max", "collect", "stdev", "stdevp", "percentilecont", "percentiledisc"}
+)
 _SUFFIX: Final = "·perturbed"
 
 
@@ -163,8 +174,9 @@ class CutPlan:
             r = copy.this.clauses[-1]
             r.skip = None
             r.limit = a.Limit(this=a.Integer(this=fetch))
-            r.expressions = list(r.expressions) + [a.Alias(this=e.copy(), alias=a.Identifier(this=f"__gd_key{i}"))
-                                                   for i, e in enumerate(self.extra)]
+            r.expressions = list(r.expressions) + [
+                a.Alias(this=e.copy(), alias=a.Identifier(this=f"__gd_key{i}")) for i, e in enumerate(self.extra)
+            ]
             self._texts[fetch] = render(copy)
         return self._texts[fetch]
 
@@ -213,8 +225,13 @@ def probe_query(query: str, params: Mapping[str, Any]) -> tuple[str, int, int, i
     return plan.probe(fetch), fetch, skip, limit, plan.width
 
 
-def cut_state(query: str, params: Mapping[str, Any], rows: Sequence[Sequence[Any]], query_path: Any,
-              probe_rows: Sequence[Sequence[Any]] | None = None) -> Cut:
+def cut_state(
+    query: str,
+    params: Mapping[str, Any],
+    rows: Sequence[Sequence[Any]],
+    query_path: Any,
+    probe_rows: Sequence[Sequence[Any]] | None = None,
+) -> Cut:
     """How the rows of ``query`` were chosen (see the module docstring). Runs the probe on
     ``query_path`` unless ``probe_rows`` (its rows, from check 3) are given."""
     plan = cut_plan(query)
@@ -263,8 +280,11 @@ def _same(value: Any, cell: Any, answer_type: str) -> bool:
     if answer_type == "boolean":
         return isinstance(cell, bool) and cell is value
     if answer_type == "number":
-        return isinstance(cell, (int, float)) and not isinstance(cell, bool) \
+        return (
+            isinstance(cell, (int, float))
+            and not isinstance(cell, bool)
             and math.isclose(float(cell), float(value), rel_tol=1e-6, abs_tol=1e-6)
+        )
     return normalise_member(cell) == normalise_member(value)
 
 
@@ -305,17 +325,24 @@ def directness(value: Any, answer_type: str, evidence: Sequence[Any], flow: Answ
     reason, ``arbitrary_subset``."""
     exact = [_rows(ev) for ev in evidence if not getattr(ev, "truncated", False)]
     occurs = answer_type != "boolean" and (
-        all(_occurs(v, "entity", evidence) for v in value) if answer_type == "set" else _occurs(value, answer_type, evidence))
+        all(_occurs(v, "entity", evidence) for v in value)
+        if answer_type == "set"
+        else _occurs(value, answer_type, evidence)
+    )
     picked = "selected_from_broader_evidence" if occurs else "derived_value"
     if flow.computed:
-        return picked, f"Python {'selects' if occurs else 'computes'} the answer ({', '.join(sorted(flow.ops)) or 'literal'})"
+        return (
+            picked,
+            f"Python {'selects' if occurs else 'computes'} the answer ({', '.join(sorted(flow.ops)) or 'literal'})",
+        )
     if answer_type == "set":
         if any(_complete_column(value, rows) for rows in exact):
             return None, "the set is a complete column of the evidence"
         return "selected_from_broader_evidence", "no complete column of the evidence equals the set"
     if answer_type == "boolean" and flow.emptiness:
-        if any(bool(rows) is value for rows in exact) or any(getattr(ev, "truncated", False) and value is True
-                                                                for ev in evidence):
+        if any(bool(rows) is value for rows in exact) or any(
+            getattr(ev, "truncated", False) and value is True for ev in evidence
+        ):
             return None, "the answer is the emptiness test of the evidence"
         return "derived_value", "the emptiness test does not give the answer"
     if any(_single_row_cell(value, answer_type, rows) for rows in exact):
@@ -326,8 +353,9 @@ def directness(value: Any, answer_type: str, evidence: Sequence[Any], flow: Answ
             if any(len({canonical_json(r) for r in rows}) == len(rows) for rows in counted):
                 return None, "the answer is the row count of a complete result"
             return "counted_duplicate_rows", "the answer counts rows that repeat (DISTINCT missing?)"
-    return picked, ("the answer is one value of a broader result" if occurs
-                    else "the answer is not a cell of the evidence")
+    return picked, (
+        "the answer is one value of a broader result" if occurs else "the answer is not a cell of the evidence"
+    )
 
 
 # -- the perturbation replay -----------------------------------------------------------------
@@ -358,8 +386,9 @@ class PerturbedQueryPath:
             raise ValueError(f"unknown perturbation {mode!r}")
         self.inner, self.mode = inner, mode
 
-    def run(self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
-            **options: Any) -> QueryResult:
+    def run(
+        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None, **options: Any
+    ) -> QueryResult:
         res = self.inner.run(query, params, limit=limit, **options)
         rows = [list(r) for r in res.rows]
         if self.mode == "values":
@@ -374,15 +403,25 @@ class PerturbedQueryPath:
         return getattr(self.inner, name)
 
 
-def perturbation_changes(program: str, original: Any, answer_type: str, query_path: Any, schema: Any, *,
-                         limits: Any = None, episode_id: str | None = None, server: Any = None) -> tuple[bool, str]:
+def perturbation_changes(
+    program: str,
+    original: Any,
+    answer_type: str,
+    query_path: Any,
+    schema: Any,
+    *,
+    limits: Any = None,
+    episode_id: str | None = None,
+    server: Any = None,
+) -> tuple[bool, str]:
     """Whether ``program``'s printed answer changes when its queries' rows are perturbed (see the
     module docstring): ``(changed, which perturbation showed it or why not)``."""
     from components.quizzer.final import run_final_program
 
     for mode in PERTURBATIONS:
-        run = run_final_program(PerturbedQueryPath(query_path, mode), schema, program, limits=limits,
-                                episode_id=episode_id, server=server)
+        run = run_final_program(
+            PerturbedQueryPath(query_path, mode), schema, program, limits=limits, episode_id=episode_id, server=server
+        )
         if run.error is not None or run.printed is None:
             continue  # a program that fails here says nothing about where its answer comes from
         try:

@@ -15,6 +15,8 @@ Everything graph-wide (the judge, the leakage lexicon, the evidence features, th
 fault-injection accuracy) is recomputed for all of them, so the result equals a full
 re-certification (tested).
 
+The earlier rows are those of the ``certified_dataset`` layer's previous artifact (its latest
+materialization), which records the part fingerprints of the snapshot it was certified on.
 Candidates are matched to earlier rows by :func:`candidate_key`: their content (question,
 answer, program, evidence, trace …) without timings and without the snapshot they claim. A
 certificate made under other certification rules (:data:`~components.certify.certifier.RULES_VERSION`)
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -33,10 +36,22 @@ from cypherast import ast as a
 
 from components.certify.certifier import RULES_VERSION
 from components.cypher.parse import iter_nodes, parse_query
+from components.graph.errors import GraphError
 from components.graph.fingerprint import changed_parts
+from components.store.artifact import Artifact
 
-__all__ = ["ALL", "CERT_COLUMNS", "affected", "candidate_key", "candidate_reads", "previous_certificates", "query_reads",
-           "reusable_certificates"]
+__all__ = [
+    "ALL",
+    "CERT_COLUMNS",
+    "affected",
+    "candidate_key",
+    "candidate_reads",
+    "previous_certificates",
+    "query_reads",
+    "reusable_certificates",
+]
+
+log = logging.getLogger(__name__)
 
 ALL: Final = "*"
 #: timings, wherever they occur (the trace's per-call ``elapsed_ms`` included)
@@ -55,7 +70,8 @@ def query_reads(query: str) -> frozenset[str]:
     """
     try:
         tree = parse_query(query).tree
-    except Exception:  # noqa: BLE001 - an unreadable query can read anything
+    except GraphError as exc:  # an unreadable query can read anything
+        log.debug("query reads everything: it does not parse (%s): %r", exc, query)
         return frozenset({ALL})
     reads: set[str] = set()
     nodes = [n for n in iter_nodes(tree) if isinstance(n, a.NodePattern)]
@@ -133,12 +149,25 @@ def _without_timings(value: Any) -> Any:
 
 
 #: The columns a certified row adds to its candidate's record (``dataset._row``).
-CERT_COLUMNS: Final = frozenset({"status", "reasons", "certificate_json", "verdict", "judge_json", "leaked",
-                                 "leakage_json", "evidence_features_json", "reads_json", "admitted"})
+CERT_COLUMNS: Final = frozenset(
+    {
+        "status",
+        "reasons",
+        "certificate_json",
+        "verdict",
+        "judge_json",
+        "leaked",
+        "leakage_json",
+        "evidence_features_json",
+        "reads_json",
+        "admitted",
+    }
+)
 
 
-def reusable_certificates(previous_rows: Sequence[Mapping[str, Any]],
-                          changed: set[str]) -> dict[str, tuple[dict[str, Any], list[str]]]:
+def reusable_certificates(
+    previous_rows: Sequence[Mapping[str, Any]], changed: set[str]
+) -> dict[str, tuple[dict[str, Any], list[str]]]:
     """``candidate_key → (certificate json, reads)`` for every earlier certified row whose
     certificate still holds after the parts ``changed`` changed."""
     out: dict[str, tuple[dict[str, Any], list[str]]] = {}
@@ -157,20 +186,19 @@ def reusable_certificates(previous_rows: Sequence[Mapping[str, Any]],
     return out
 
 
-def previous_certificates(catalog: Any, asset: str, domain: str, config: Mapping[str, Any],
-                          parts: Mapping[str, str] | None) -> tuple[dict[str, tuple[dict[str, Any], list[str]]], str | None]:
-    """The reusable certificates (:func:`reusable_certificates`) of ``domain``'s latest certified
-    run in ``catalog`` (a :class:`~components.store.Catalog`) for a graph whose part fingerprints
-    are ``parts``, and that run's fingerprint. ``({}, None)`` when there is nothing to build on: no
-    earlier run, another certify config, or a snapshot recorded without part fingerprints."""
+def previous_certificates(
+    previous: Artifact | None, params: Mapping[str, Any], parts: Mapping[str, str] | None
+) -> tuple[dict[str, tuple[dict[str, Any], list[str]]], str | None]:
+    """The reusable certificates (:func:`reusable_certificates`) of ``previous`` — the
+    ``certified_dataset`` layer's previous artifact, or ``None`` — for a graph whose part
+    fingerprints are ``parts``, and that artifact's
+    fingerprint. ``({}, None)`` when there is nothing to build on: no previous artifact, another
+    certify config, or a snapshot without part fingerprints (then or now)."""
     from components.store.fingerprint import read_parquet
 
-    prev = catalog.latest(asset, domain)
-    if prev is None or not prev.path or not Path(prev.path).is_file() or dict(prev.config) != dict(config) or not parts:
+    if previous is None or not previous.path or not Path(previous.path).is_file() or not parts:
         return {}, None
-    cands = catalog.get("qa_candidates", domain, prev.parents[0]) if prev.parents else None
-    snap = catalog.get("graph_snapshot", domain, cands.parents[0]) if cands and cands.parents else None
-    old = snap.metadata.get("parts") if snap else None
-    if not old:
+    old = previous.summary.get("snapshot_parts")
+    if dict(previous.config) != dict(params) or not old:
         return {}, None
-    return reusable_certificates(read_parquet(prev.path), changed_parts(old, parts)), prev.fingerprint
+    return reusable_certificates(read_parquet(previous.path), changed_parts(old, parts)), previous.fingerprint

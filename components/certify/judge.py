@@ -1,4 +1,4 @@
-"""The two-stage semantic judge (SPEC §4), run by a local model through
+"""The two-stage semantic judge, run by a local model through
 :class:`~components.llm.base.GenerationBackend` — the same interface as the Quizzer, separate calls.
 
 **What the judge sees** is built by :meth:`JudgeInput.from_candidate` and nothing else: the
@@ -53,9 +53,7 @@ _MAX_CELL_CHARS: Final = 200
 _MAX_PROGRAM_CHARS: Final = 4000
 _MAX_QUERY_CHARS: Final = 2000
 
-_VERDICT_RE: Final = re.compile(
-    r"verdict[\s*_:=\-\]\[>\"'`|]*(accept|reject|uncertain)[a-z]*", re.IGNORECASE
-)
+_VERDICT_RE: Final = re.compile(r"verdict[\s*_:=\-\]\[>\"'`|]*(accept|reject|uncertain)[a-z]*", re.IGNORECASE)
 
 
 def parse_verdict(text: str | None) -> str:
@@ -124,18 +122,25 @@ class JudgeInput:
             query = item.get("query")
             rows = item.get("rows") or []
             row_count = item.get("row_count")
-            evidence.append({
-                "id": str(item.get("id", "")),
-                "query": _clip(query, _MAX_QUERY_CHARS) if isinstance(query, str) else query,
-                "params": _cell(dict(item.get("params") or {})),
-                "columns": list(item.get("columns") or []),
-                "rows": [_cell(list(r) if isinstance(r, (list, tuple)) else r)
-                         for r in list(rows)[:max(preview_rows, 0)]],
-                "row_count": row_count if isinstance(row_count, int) else len(rows),
-                "truncated": bool(item.get("truncated")),
-            })
-            structure.append(derive(query).to_json() if isinstance(query, str)
-                             else {"ok": False, "code": "syntax_error", "message": "no query text"})
+            evidence.append(
+                {
+                    "id": str(item.get("id", "")),
+                    "query": _clip(query, _MAX_QUERY_CHARS) if isinstance(query, str) else query,
+                    "params": _cell(dict(item.get("params") or {})),
+                    "columns": list(item.get("columns") or []),
+                    "rows": [
+                        _cell(list(r) if isinstance(r, (list, tuple)) else r)
+                        for r in list(rows)[: max(preview_rows, 0)]
+                    ],
+                    "row_count": row_count if isinstance(row_count, int) else len(rows),
+                    "truncated": bool(item.get("truncated")),
+                }
+            )
+            structure.append(
+                derive(query).to_json()
+                if isinstance(query, str)
+                else {"ok": False, "code": "syntax_error", "message": "no query text"}
+            )
         return cls(
             question=str(getattr(candidate, "question", "") or ""),
             answer=str(getattr(candidate, "answer", "") or ""),
@@ -170,9 +175,14 @@ class JudgeInput:
         return "\n\n".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {"question": self.question, "answer": self.answer, "answer_type": self.answer_type,
-                "program": self.program, "evidence": list(self.evidence),
-                "structure": list(self.structure)}
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "answer_type": self.answer_type,
+            "program": self.program,
+            "evidence": list(self.evidence),
+            "structure": list(self.structure),
+        }
 
 
 _SYSTEM: Final = (
@@ -207,8 +217,7 @@ def judge_messages(inp: JudgeInput, stage: int) -> list[ChatMessage]:
     if stage not in (1, 2):
         raise ValueError(f"stage must be 1 or 2, not {stage!r}")
     template = _STAGE1 if stage == 1 else _STAGE2
-    return [{"role": "system", "content": _SYSTEM},
-            {"role": "user", "content": template.format(input=inp.render())}]
+    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": template.format(input=inp.render())}]
 
 
 @dataclass
@@ -225,10 +234,16 @@ class JudgeVerdict:
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "stage1": self.stage1, "stage2": self.stage2,
-                "stage1_text": self.stage1_text, "stage2_text": self.stage2_text,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "error": self.error}
+        return {
+            "verdict": self.verdict,
+            "stage1": self.stage1,
+            "stage2": self.stage2,
+            "stage1_text": self.stage1_text,
+            "stage2_text": self.stage2_text,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "error": self.error,
+        }
 
 
 @dataclass
@@ -245,8 +260,9 @@ class SemanticJudge:
     _params: SamplingParams = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._params = SamplingParams(max_new_tokens=self.max_new_tokens,
-                                      temperature=self.temperature, seed=self.seed, n=1)
+        self._params = SamplingParams(
+            max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed, n=1
+        )
 
     def _run(self, inputs: Sequence[JudgeInput], stage: int) -> tuple[list[tuple[str, int, int]], str | None]:
         if not inputs:
@@ -266,9 +282,18 @@ class SemanticJudge:
     def judge(self, candidates: Sequence[Any]) -> list[JudgeVerdict]:
         inputs = [JudgeInput.from_candidate(c, preview_rows=self.preview_rows) for c in candidates]
         s1, err1 = self._run(inputs, 1)
-        verdicts = [JudgeVerdict("uncertain", parse_verdict(t), "skipped", stage1_text=t,
-                                 prompt_tokens=p, completion_tokens=c, error=err1)
-                    for t, p, c in s1]
+        verdicts = [
+            JudgeVerdict(
+                "uncertain",
+                parse_verdict(t),
+                "skipped",
+                stage1_text=t,
+                prompt_tokens=p,
+                completion_tokens=c,
+                error=err1,
+            )
+            for t, p, c in s1
+        ]
         todo = [i for i, v in enumerate(verdicts) if not (self.short_circuit and v.stage1 == "reject")]
         s2, err2 = self._run([inputs[i] for i in todo], 2)
         for i, (t, p, c) in zip(todo, s2, strict=True):

@@ -1,4 +1,4 @@
-"""The leakage filter (SPEC §4): drop a candidate if any grounded entity of its question, answer or
+"""The leakage filter: drop a candidate if any grounded entity of its question, answer or
 evidence appears in an evaluation question.
 
 **Evaluation set** (:func:`load_eval_questions`): JSONL, one object per line with ``question``,
@@ -78,16 +78,22 @@ def load_eval_questions(path: Path | str) -> list[EvalItem]:
             ents = obj.get("entities") or []
             if not isinstance(ents, list):
                 raise ValueError("'entities' must be a list of ids")  # noqa: TRY004 - a data error
-            items.append(EvalItem(str(obj.get("qid") or f"line-{n}"), obj["question"],
-                                  "" if obj.get("answer") is None else _text(obj["answer"]),
-                                  tuple(str(e) for e in ents)))
+            items.append(
+                EvalItem(
+                    str(obj.get("qid") or f"line-{n}"),
+                    obj["question"],
+                    "" if obj.get("answer") is None else _text(obj["answer"]),
+                    tuple(str(e) for e in ents),
+                )
+            )
         except ValueError as exc:
             raise ValueError(f"{path}:{n}: {exc}") from exc
     return items
 
 
-def build_lexicon(query_path: Any, schema: Any, *, name_props: Sequence[str] = ("name", "title"),
-                  limit: int = 1_000_000) -> dict[str, str]:
+def build_lexicon(
+    query_path: Any, schema: Any, *, name_props: Sequence[str] = ("name", "title"), limit: int = 1_000_000
+) -> dict[str, str]:
     """``name -> id`` for every node whose label has one of ``name_props`` (first found), read
     through a read-only query path (``query_path.run``) using each label's primary key."""
     out: dict[str, str] = {}
@@ -95,8 +101,7 @@ def build_lexicon(query_path: Any, schema: Any, *, name_props: Sequence[str] = (
         prop = next((p for p in name_props if p in node.properties), None)
         if prop is None:
             continue
-        q = (f"MATCH (n:`{label}`) WHERE n.`{prop}` IS NOT NULL "
-             f"RETURN n.`{node.primary_key}` AS id, n.`{prop}` AS name")
+        q = f"MATCH (n:`{label}`) WHERE n.`{prop}` IS NOT NULL RETURN n.`{node.primary_key}` AS id, n.`{prop}` AS name"
         for row in query_path.run(q, limit=limit).rows:
             if row[0] is not None and isinstance(row[1], str) and row[1].strip():
                 out.setdefault(row[1], str(row[0]))
@@ -115,31 +120,38 @@ class LeakageResult:
     matches: list[tuple[str, str, str]] = field(default_factory=list)  # (entity, eval qid, where)
 
     def to_json(self) -> dict[str, Any]:
-        return {"dropped": self.dropped,
-                "matches": [{"entity": e, "qid": q, "where": w} for e, q, w in self.matches]}
+        return {"dropped": self.dropped, "matches": [{"entity": e, "qid": q, "where": w} for e, q, w in self.matches]}
 
 
 class LeakageFilter:
     """Drops candidates that share a grounded entity with an evaluation item (module docstring)."""
 
-    def __init__(self, eval_items: Iterable[EvalItem | Mapping[str, Any]], *,
-                 lexicon: Mapping[str, str] | None = None, min_name_chars: int = 3) -> None:
+    def __init__(
+        self,
+        eval_items: Iterable[EvalItem | Mapping[str, Any]],
+        *,
+        lexicon: Mapping[str, str] | None = None,
+        min_name_chars: int = 3,
+    ) -> None:
         self.min_name_chars = min_name_chars
         self.items: list[EvalItem] = [
-            i if isinstance(i, EvalItem) else
-            EvalItem(str(i.get("qid") or f"item-{k}"), str(i.get("question", "")),
-                     _text(i.get("answer")), tuple(str(e) for e in i.get("entities") or []))
+            i
+            if isinstance(i, EvalItem)
+            else EvalItem(
+                str(i.get("qid") or f"item-{k}"),
+                str(i.get("question", "")),
+                _text(i.get("answer")),
+                tuple(str(e) for e in i.get("entities") or []),
+            )
             for k, i in enumerate(eval_items)
         ]
-        self._name_to_id = {k.casefold(): str(v).casefold() for k, v in (lexicon or {}).items()
-                            if self._matchable(k)}
+        self._name_to_id = {k.casefold(): str(v).casefold() for k, v in (lexicon or {}).items() if self._matchable(k)}
         self._ids = set(self._name_to_id.values())
         # first word of each lexicon name / id -> those strings (a text only checks the names
         # whose first word it contains); strings that start with no word go to ``_loose``
         self._first: dict[str, list[tuple[str, bool]]] = {}
         self._loose: list[tuple[str, bool]] = []
-        for s, is_name in [(n, True) for n in self._name_to_id] + [
-                (i, False) for i in self._ids if self._matchable(i)]:
+        for s, is_name in [(n, True) for n in self._name_to_id] + [(i, False) for i in self._ids if self._matchable(i)]:
             m = re.match(r"\w+", s)
             (self._first.setdefault(m.group(), []) if m else self._loose).append((s, is_name))
         self._texts = [f"{i.question}\n{i.answer}".casefold() for i in self.items]
@@ -156,8 +168,7 @@ class LeakageFilter:
     # -- text matching -------------------------------------------------------------------------
 
     def _matchable(self, s: Any) -> bool:
-        return (isinstance(s, str) and len(s.strip()) >= self.min_name_chars
-                and not re.fullmatch(r"[\d\s.,+\-]+", s))
+        return isinstance(s, str) and len(s.strip()) >= self.min_name_chars and not re.fullmatch(r"[\d\s.,+\-]+", s)
 
     @staticmethod
     def _occurs(needle: str, haystack: str) -> bool:
@@ -166,8 +177,7 @@ class LeakageFilter:
     def _lexicon_in(self, text: str) -> list[tuple[str, bool]]:
         """Lexicon ``(string, is_name)`` occurring in ``text`` (case-folded) as whole words."""
         pool = [x for w in dict.fromkeys(re.findall(r"\w+", text)) for x in self._first.get(w, ())]
-        return [(s, is_name) for s, is_name in pool + self._loose
-                if s in text and self._occurs(s, text)]
+        return [(s, is_name) for s, is_name in pool + self._loose if s in text and self._occurs(s, text)]
 
     def _lexicon_names_in(self, text: str) -> list[str]:
         return [s for s, is_name in self._lexicon_in(text) if is_name]
@@ -178,8 +188,15 @@ class LeakageFilter:
     def _qids_with_text(self, s: str) -> tuple[str, ...]:
         """Eval qids whose text contains ``s`` (case-folded) as a whole word."""
         if s not in self._cache:
-            self._cache[s] = tuple(item.qid for item, text in zip(self.items, self._texts, strict=True)
-                                   if s in text and self._occurs(s, text)) if self._matchable(s) else ()
+            self._cache[s] = (
+                tuple(
+                    item.qid
+                    for item, text in zip(self.items, self._texts, strict=True)
+                    if s in text and self._occurs(s, text)
+                )
+                if self._matchable(s)
+                else ()
+            )
         return self._cache[s]
 
     def _eval_hits(self, entity_id: str, name: str) -> set[str]:
@@ -197,8 +214,9 @@ class LeakageFilter:
 
     def _entities_in_text(self, text: str) -> list[tuple[str, str]]:
         t = text.casefold()
-        return ([(self._name_to_id[n], n) for n in self._lexicon_names_in(t)]
-                + [(i, "") for i in self._lexicon_ids_in(t)])
+        return [(self._name_to_id[n], n) for n in self._lexicon_names_in(t)] + [
+            (i, "") for i in self._lexicon_ids_in(t)
+        ]
 
     def _is_lexicon_value(self, s: str) -> bool:
         f = s.casefold()
@@ -213,7 +231,8 @@ class LeakageFilter:
         out += [(i, n, "question") for i, n in self._entities_in_text(question)]
         q = question.casefold()
         if (sname and self._matchable(sname) and self._occurs(sname.casefold(), q)) or (
-                sid and self._matchable(sid) and self._occurs(sid.casefold(), q)):
+            sid and self._matchable(sid) and self._occurs(sid.casefold(), q)
+        ):
             out.append((sid, sname, "question"))
         answer = str(getattr(c, "answer", "") or "")
         out += [(i, n, "answer") for i, n in self._entities_in_text(answer)]
@@ -268,7 +287,12 @@ class LeakageFilter:
             dropped.append((c, res))
             by_where.update({w for _, _, w in res.matches})
             by_eval.update({q for _, q, _ in res.matches})
-        report = {"candidates": total, "kept": len(kept), "dropped": len(dropped),
-                  "eval_items": len(self.items), "by_where": dict(by_where),
-                  "by_eval": dict(by_eval.most_common())}
+        report = {
+            "candidates": total,
+            "kept": len(kept),
+            "dropped": len(dropped),
+            "eval_items": len(self.items),
+            "by_where": dict(by_where),
+            "by_eval": dict(by_eval.most_common()),
+        }
         return kept, dropped, report

@@ -14,6 +14,7 @@ Each returns a plain dict with ``passed`` and what it found.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -29,6 +30,8 @@ __all__ = [
     "run_expectations",
 ]
 
+log = logging.getLogger(__name__)
+
 VERDICTS: Final = ("accept", "reject", "uncertain", "skipped", "not_judged")
 STATUSES_ADMITTED: Final = ("strict", "partial")
 
@@ -38,8 +41,23 @@ def _frame(rows: Sequence[Mapping[str, Any]]) -> Any:
 
     df = pd.DataFrame([dict(r) for r in rows])
     if df.empty:
-        return pd.DataFrame({c: [] for c in ("id", "status", "verdict", "admitted", "leaked", "question",
-                                             "answer", "final_program", "n_reasons", "n_evidence")})
+        return pd.DataFrame(
+            {
+                c: []
+                for c in (
+                    "id",
+                    "status",
+                    "verdict",
+                    "admitted",
+                    "leaked",
+                    "question",
+                    "answer",
+                    "final_program",
+                    "n_reasons",
+                    "n_evidence",
+                )
+            }
+        )
     df["n_reasons"] = [len(r or []) for r in df["reasons"]]
     df["n_evidence"] = [len(json.loads(e) if isinstance(e, str) else (e or [])) for e in df["evidence_json"]]
     df["admitted"] = df["admitted"].astype(bool)
@@ -62,10 +80,12 @@ def expectation_suite() -> Any:
         e.ExpectColumnValuesToBeInSet(column="status", value_set=["strict", "partial", "hard_failure"]),
         e.ExpectColumnValuesToBeInSet(column="verdict", value_set=list(VERDICTS)),
         # a hard failure always names its reason; a strict certificate has none
-        e.ExpectColumnValuesToBeBetween(column="n_reasons", min_value=1,
-                                        row_condition=Column("status") == "hard_failure"),
-        e.ExpectColumnValuesToBeBetween(column="n_reasons", min_value=0, max_value=0,
-                                        row_condition=Column("status") == "strict"),
+        e.ExpectColumnValuesToBeBetween(
+            column="n_reasons", min_value=1, row_condition=Column("status") == "hard_failure"
+        ),
+        e.ExpectColumnValuesToBeBetween(
+            column="n_reasons", min_value=0, max_value=0, row_condition=Column("status") == "strict"
+        ),
         # the admission contract: certified, judged acceptable (or judge off), not leaked,
         # with a question, an answer, a supporting program and evidence
         e.ExpectColumnValuesToBeInSet(column="status", value_set=list(STATUSES_ADMITTED), **admitted),
@@ -99,8 +119,8 @@ def run_expectations(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
-    except Exception:  # noqa: BLE001 - progress bars are cosmetic
-        pass
+    except (ImportError, AttributeError, TypeError, ValueError) as exc:  # progress bars are cosmetic
+        log.debug("could not turn off Great Expectations progress bars: %r", exc)
     source = ctx.data_sources.add_pandas("graphdojo")
     batch_def = source.add_dataframe_asset("certified").add_batch_definition_whole_dataframe("all")
     suite = ctx.suites.add(expectation_suite())
@@ -109,14 +129,16 @@ def run_expectations(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     for r in result.results:
         kw = r.expectation_config.kwargs
         cond = kw.get("row_condition")
-        out.append({
-            "expectation": r.expectation_config.type,
-            "column": kw.get("column"),
-            "condition": _condition_text(cond),
-            "success": bool(r.success),
-            "unexpected_count": (r.result or {}).get("unexpected_count"),
-            "examples": [str(x) for x in ((r.result or {}).get("partial_unexpected_list") or [])[:5]],
-        })
+        out.append(
+            {
+                "expectation": r.expectation_config.type,
+                "column": kw.get("column"),
+                "condition": _condition_text(cond),
+                "success": bool(r.success),
+                "unexpected_count": (r.result or {}).get("unexpected_count"),
+                "examples": [str(x) for x in ((r.result or {}).get("partial_unexpected_list") or [])[:5]],
+            }
+        )
     return {"passed": bool(result.success), "statistics": dict(result.statistics), "results": out}
 
 
@@ -130,22 +152,34 @@ def reverify_admitted(rows: Sequence[Mapping[str, Any]], db_location: str) -> di
     backend = open_backend(db_location)
     try:
         schema = backend.schema()
-        certs = certify_many(admitted, schema=schema, query_path=ReadOnlyQueryPath(backend, schema=schema),
-                             current_fingerprint=backend.fingerprint())
+        certs = certify_many(
+            admitted,
+            schema=schema,
+            query_path=ReadOnlyQueryPath(backend, schema=schema),
+            current_fingerprint=backend.fingerprint(),
+        )
     finally:
         backend.close()
-    failed = [{"id": c.id, "reasons": cert.reasons} for c, cert in zip(admitted, certs, strict=True)
-              if cert.status == "hard_failure"]
+    failed = [
+        {"id": c.id, "reasons": cert.reasons}
+        for c, cert in zip(admitted, certs, strict=True)
+        if cert.status == "hard_failure"
+    ]
     return {"passed": not failed, "admitted": len(admitted), "failed": len(failed), "failures": failed[:10]}
 
 
-def leakage_in_admitted(rows: Sequence[Mapping[str, Any]], eval_questions: str | None,
-                        db_location: str) -> dict[str, Any]:
+def leakage_in_admitted(
+    rows: Sequence[Mapping[str, Any]], eval_questions: str | None, db_location: str
+) -> dict[str, Any]:
     """Run the leakage filter again over the admitted rows; none may match."""
     admitted = [QACandidate.from_record(r) for r in rows if r.get("admitted")]
     if not eval_questions:
-        return {"passed": True, "admitted": len(admitted), "leaked": 0,
-                "note": "no evaluation set configured (certify.eval_questions)"}
+        return {
+            "passed": True,
+            "admitted": len(admitted),
+            "leaked": 0,
+            "note": "no evaluation set configured (certify.eval_questions)",
+        }
     from components.certify.leakage import LeakageFilter, build_lexicon, load_eval_questions
     from components.cypher.query_path import ReadOnlyQueryPath
     from components.graph import open_backend
@@ -157,5 +191,10 @@ def leakage_in_admitted(rows: Sequence[Mapping[str, Any]], eval_questions: str |
     finally:
         backend.close()
     _, dropped, report = LeakageFilter(load_eval_questions(eval_questions), lexicon=lexicon).filter(admitted)
-    return {"passed": not dropped, "admitted": len(admitted), "leaked": len(dropped),
-            "examples": [{"id": c.id, **res.to_json()} for c, res in dropped[:5]], "by_where": report["by_where"]}
+    return {
+        "passed": not dropped,
+        "admitted": len(admitted),
+        "leaked": len(dropped),
+        "examples": [{"id": c.id, **res.to_json()} for c, res in dropped[:5]],
+        "by_where": report["by_where"],
+    }

@@ -1,5 +1,14 @@
 """GraphDancer's curriculum: rounds, levels, the easy-to-hard sampler, entity-grouped splits."""
 
+from components.curriculum.build import (
+    CURRICULUM_SPLITS,
+    build_curriculum,
+    build_curriculum_splits,
+    curriculum_summary,
+    grounded_entities,
+    training_items,
+)
+from components.curriculum.levels import estimate_level, estimate_rounds
 from components.curriculum.sampler import (
     LEVELS,
     CurriculumConfig,
@@ -10,13 +19,13 @@ from components.curriculum.sampler import (
     level_probabilities,
     round_kinds,
 )
-from components.curriculum.build import build_curriculum, curriculum_summary, grounded_entities, training_items
-from components.curriculum.levels import estimate_level, estimate_rounds
 from components.curriculum.splits import SPLITS, entity_grouped_splits
 
 __all__ = [
+    "CURRICULUM_SPLITS",
     "LEVELS",
     "build_curriculum",
+    "build_curriculum_splits",
     "curriculum_summary",
     "estimate_level",
     "estimate_rounds",

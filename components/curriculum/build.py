@@ -6,6 +6,8 @@ row says otherwise) and ``split`` (:func:`~components.curriculum.splits.entity_g
 over the item's **grounded entities**: its start node, the string parameters of its evidence
 queries and, for entity / set answers, the answer values — so no node a question is about, or
 answers with, appears on both sides of a split.
+
+:data:`CURRICULUM_SPLITS` is the ``curriculum_splits`` layer (:func:`build_curriculum_splits`).
 """
 
 from __future__ import annotations
@@ -13,14 +15,24 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from components.curriculum.levels import estimate_rounds
 from components.curriculum.sampler import LEVELS, level_of, level_probabilities
 from components.curriculum.splits import SPLITS, entity_grouped_splits
 from components.graph.schema import GraphSchema
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.store.fingerprint import read_parquet, write_parquet
 
-__all__ = ["build_curriculum", "curriculum_summary", "grounded_entities", "training_items"]
+__all__ = [
+    "CURRICULUM_SPLITS",
+    "build_curriculum",
+    "build_curriculum_splits",
+    "curriculum_summary",
+    "grounded_entities",
+    "training_items",
+]
 
 
 def _json(value: Any, default: Any) -> Any:
@@ -47,19 +59,38 @@ def grounded_entities(row: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def build_curriculum(rows: Sequence[Mapping[str, Any]], schema: GraphSchema, *,
-                     fractions: Sequence[float] = (0.8, 0.1, 0.1), seed: int = 0) -> list[dict[str, Any]]:
+def build_curriculum(
+    rows: Sequence[Mapping[str, Any]],
+    schema: GraphSchema,
+    *,
+    fractions: Sequence[float] = (0.8, 0.1, 0.1),
+    seed: int = 0,
+) -> list[dict[str, Any]]:
     admitted = [r for r in rows if r.get("admitted")]
-    splits = entity_grouped_splits([(r["id"], grounded_entities(r)) for r in admitted], fractions=fractions,
-                                   seed=seed, ood=[r["id"] for r in admitted if r.get("ood")])
+    splits = entity_grouped_splits(
+        [(r["id"], grounded_entities(r)) for r in admitted],
+        fractions=fractions,
+        seed=seed,
+        ood=[r["id"] for r in admitted if r.get("ood")],
+    )
     out = []
     for r in admitted:
         start = _json(r.get("start_node_json"), {}) or {}
         rounds = estimate_rounds(_json(r.get("evidence_features_json"), []), schema, start.get("label"))
-        out.append({"id": r["id"], "question": r["question"], "answer": r["answer"], "answer_type": r["answer_type"],
-                    "level": level_of(rounds), "rounds": len(rounds), "e_rounds": sum(u > 1 for u in rounds),
-                    "ood": bool(r.get("ood", False)), "split": splits[r["id"]],
-                    "entities": grounded_entities(r)})
+        out.append(
+            {
+                "id": r["id"],
+                "question": r["question"],
+                "answer": r["answer"],
+                "answer_type": r["answer_type"],
+                "level": level_of(rounds),
+                "rounds": len(rounds),
+                "e_rounds": sum(u > 1 for u in rounds),
+                "ood": bool(r.get("ood", False)),
+                "split": splits[r["id"]],
+                "entities": grounded_entities(r),
+            }
+        )
     return out
 
 
@@ -88,3 +119,18 @@ def curriculum_summary(items: Sequence[Mapping[str, Any]], total_steps: int = 10
 def training_items(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The items a trainer may use: the train split, OOD items never."""
     return [i for i in items if i["split"] == "train" and not i["ood"]]
+
+
+def build_curriculum_splits(inputs: Mapping[str, Artifact], seed: int, out_dir: Path, ctx: BuildContext) -> Artifact:
+    """The ``curriculum_splits`` layer: :func:`build_curriculum` of the ``certified`` input's
+    rows with the ``snapshot`` input's schema, as ``curriculum.parquet``; the summary is
+    :func:`curriculum_summary`."""
+    schema = GraphSchema.from_json(inputs["snapshot"].summary["schema"])
+    items = build_curriculum(read_parquet(str(inputs["certified"].path)), schema, seed=seed)
+    path = write_parquet(items, out_dir / "curriculum.parquet")
+    return CURRICULUM_SPLITS.artifact(
+        inputs, seed, ctx, path=path, counts={"items": len(items)}, summary=curriculum_summary(items)
+    )
+
+
+CURRICULUM_SPLITS = Layer("curriculum_splits", build_curriculum_splits, lambda seed: {"seed": seed})

@@ -1,4 +1,4 @@
-"""GraphDancer's curriculum (SPEC §6): round decomposition, difficulty levels, and the
+"""GraphDancer's curriculum: round decomposition, difficulty levels, and the
 easy-to-hard level sampler.
 
 **Rounds.** A trajectory is a sequence of tool-call rounds; ``U_t`` is the set of node ids round
@@ -112,20 +112,23 @@ def eta(t: int, total: int, config: CurriculumConfig = CurriculumConfig()) -> fl
     return config.eta_start + _progress(t, total) * (config.eta_end - config.eta_start)
 
 
-def gaussian_schedule(t: int, total: int, config: CurriculumConfig = CurriculumConfig(), levels: int = 3) -> list[float]:
+def gaussian_schedule(
+    t: int, total: int, config: CurriculumConfig = CurriculumConfig(), levels: int = 3
+) -> list[float]:
     """g(t, ·): E2H's Gaussian scheduler over the level indices.
 
     >>> [round(x, 3) for x in gaussian_schedule(0, 5)]
     [0.695, 0.286, 0.02]
     """
     mu = _progress(t, total) ** config.kappa * (levels - 1)
-    w = [math.exp(-((k - mu) ** 2) / (2 * config.sigma ** 2)) for k in range(levels)]
+    w = [math.exp(-((k - mu) ** 2) / (2 * config.sigma**2)) for k in range(levels)]
     s = sum(w)
     return [x / s for x in w]
 
 
-def level_probabilities(t: int, total: int, config: CurriculumConfig = CurriculumConfig(),
-                        available: Sequence[bool] = (True, True, True)) -> list[float]:
+def level_probabilities(
+    t: int, total: int, config: CurriculumConfig = CurriculumConfig(), available: Sequence[bool] = (True, True, True)
+) -> list[float]:
     """p(t, ·) = (1 − η)·g + η·q, with empty levels removed and the rest renormalised.
 
     >>> [round(x, 3) for x in level_probabilities(0, 5)]

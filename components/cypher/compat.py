@@ -112,8 +112,9 @@ def _and(*parts: a.AstNode | None) -> a.AstNode | None:
     return result
 
 
-def _case(subject: a.AstNode | None, ifs: list[tuple[a.AstNode, a.AstNode]],
-          default: a.AstNode | None = None) -> a.Case:
+def _case(
+    subject: a.AstNode | None, ifs: list[tuple[a.AstNode, a.AstNode]], default: a.AstNode | None = None
+) -> a.Case:
     return a.Case(this=subject, ifs=ifs, default=default)
 
 
@@ -132,13 +133,21 @@ def _rel_ids(var: str) -> a.FunctionCall:
 
 
 _INTEGER_TYPES: Final = (
-    "INT64", "INT32", "INT16", "INT8", "UINT64", "UINT32", "UINT16", "UINT8", "INT128", "SERIAL",
+    "INT64",
+    "INT32",
+    "INT16",
+    "INT8",
+    "UINT64",
+    "UINT32",
+    "UINT16",
+    "UINT8",
+    "INT128",
+    "SERIAL",
 )
 _FLOAT_TYPES: Final = ("DOUBLE", "FLOAT")
 
 
-def _type_guard(value: a.AstNode, allowed: Iterable[str], message: str,
-                then: a.AstNode) -> a.AstNode:
+def _type_guard(value: a.AstNode, allowed: Iterable[str], message: str, then: a.AstNode) -> a.AstNode:
     """``then``, but a runtime error when ``typeOf(value)`` is not one of ``allowed``.
 
     Ladybug evaluates every CASE branch eagerly, so an error cannot sit in a branch; instead a
@@ -259,19 +268,27 @@ def _to_boolean(*, strict: bool) -> FunctionRewrite:
         if isinstance(x, a.Boolean | a.Null):
             return x
         text = _call("lower", _call("to_string", x.copy()))
-        from_text = _case(text, [(_str("true"), a.Boolean(this=True)),
-                                 (_str("false"), a.Boolean(this=False))], a.Null())
+        from_text = _case(
+            text, [(_str("true"), a.Boolean(this=True)), (_str("false"), a.Boolean(this=False))], a.Null()
+        )
         integer = a.NEQ(this=_call("to_string", x.copy()), expression=_str("0"))
         value = _case(
             None,
-            [(a.In(this=_call("typeOf", x.copy()),
-                   expression=a.List(expressions=[_str(t) for t in _INTEGER_TYPES])), integer)],
+            [
+                (
+                    a.In(
+                        this=_call("typeOf", x.copy()), expression=a.List(expressions=[_str(t) for t in _INTEGER_TYPES])
+                    ),
+                    integer,
+                )
+            ],
             from_text,
         )
         if not strict:
             return value
-        return _type_guard(x, (*_INTEGER_TYPES, "STRING", "BOOL"),
-                           "toBoolean() accepts BOOLEAN, STRING or INTEGER only", value)
+        return _type_guard(
+            x, (*_INTEGER_TYPES, "STRING", "BOOL"), "toBoolean() accepts BOOLEAN, STRING or INTEGER only", value
+        )
 
     return rewrite
 
@@ -284,9 +301,7 @@ def _substring(call: a.FunctionCall) -> a.AstNode:
     start_value = _int_literal(start)
     if start_value is not None and start_value < 0:
         raise DialectError("substring() with a negative start is an error in Neo4j")
-    new_start: a.AstNode = _int(start_value + 1) if start_value is not None else a.Add(
-        this=start, expression=_int(1)
-    )
+    new_start: a.AstNode = _int(start_value + 1) if start_value is not None else a.Add(this=start, expression=_int(1))
     if len(args) == 2:
         length: a.AstNode = _call("size", text.copy())
     else:
@@ -331,10 +346,8 @@ def _node_id(call: a.FunctionCall) -> a.AstNode:
     """Ladybug ids are (table, offset) pairs; ``id(x)`` becomes ``table * 2^40 + offset``:
     deterministic for a given database file, unique across tables — never equal to Neo4j's."""
     (x,) = _arity(call, 1)
-    table = _call("to_int64", _call("split_part", _call("to_string", _call("id", x.copy())),
-                                    _str(":"), _int(1)))
-    return a.Add(this=a.Mul(this=table, expression=_int(_ID_TABLE_SHIFT)),
-                 expression=_call("offset", _call("id", x)))
+    table = _call("to_int64", _call("split_part", _call("to_string", _call("id", x.copy())), _str(":"), _int(1)))
+    return a.Add(this=a.Mul(this=table, expression=_int(_ID_TABLE_SHIFT)), expression=_call("offset", _call("id", x)))
 
 
 def _element_id(call: a.FunctionCall) -> a.AstNode:
@@ -355,13 +368,42 @@ def _is_empty(call: a.FunctionCall) -> a.AstNode:
 
 
 _LIST_FUNCTIONS: Final = frozenset(
-    {"collect", "keys", "labels", "nodes", "relationships", "rels", "range", "split",
-     "string_split", "tail", "reverse", "list_reverse", "list_slice", "list_transform",
-     "list_filter"}
+    {
+        "collect",
+        "keys",
+        "labels",
+        "nodes",
+        "relationships",
+        "rels",
+        "range",
+        "split",
+        "string_split",
+        "tail",
+        "reverse",
+        "list_reverse",
+        "list_slice",
+        "list_transform",
+        "list_filter",
+    }
 )
 _STRING_FUNCTIONS: Final = frozenset(
-    {"tostring", "to_string", "substring", "toupper", "tolower", "trim", "ltrim", "rtrim",
-     "replace", "left", "right", "upper", "lower", "label", "type"}
+    {
+        "tostring",
+        "to_string",
+        "substring",
+        "toupper",
+        "tolower",
+        "trim",
+        "ltrim",
+        "rtrim",
+        "replace",
+        "left",
+        "right",
+        "upper",
+        "lower",
+        "label",
+        "type",
+    }
 )
 
 
@@ -373,12 +415,11 @@ def _reverse(call: a.FunctionCall) -> a.AstNode:
         isinstance(x, a.FunctionCall) and str(x.name).lower() in _LIST_FUNCTIONS
     ):
         return _call("list_reverse", x)
-    if isinstance(x, a.String) or (
-        isinstance(x, a.FunctionCall) and str(x.name).lower() in _STRING_FUNCTIONS
-    ):
+    if isinstance(x, a.String) or (isinstance(x, a.FunctionCall) and str(x.name).lower() in _STRING_FUNCTIONS):
         return _call("reverse", x)
-    return _type_guard(x, ("STRING",), "reverse() of a LIST: use a list expression Ladybug can "
-                       "see is a list", _call("reverse", x))
+    return _type_guard(
+        x, ("STRING",), "reverse() of a LIST: use a list expression Ladybug can see is a list", _call("reverse", x)
+    )
 
 
 def _head(call: a.FunctionCall) -> a.AstNode:
@@ -409,19 +450,46 @@ def _refuse(reason: str) -> FunctionRewrite:
 
 
 def _shortest_expression(call: a.FunctionCall) -> a.AstNode:
-    raise DialectError(
-        f"{call.name}() as an expression is not supported: "
-        f"write MATCH p = {call.name}((a)-[*..n]-(b))"
-    )
+    raise DialectError(f"{call.name}() as an expression is not supported: write MATCH p = {call.name}((a)-[*..n]-(b))")
 
 
 _SAME: Final[tuple[str, ...]] = (
     # aggregates
-    "count", "avg", "min", "max", "collect",
+    "count",
+    "avg",
+    "min",
+    "max",
+    "collect",
     # scalar, verified identical in name and meaning
-    "size", "length", "nodes", "range", "toupper", "tolower", "trim", "ltrim", "rtrim",
-    "replace", "left", "right", "abs", "sign", "sqrt", "log10", "pi", "sin", "cos", "tan",
-    "asin", "acos", "atan", "atan2", "degrees", "radians", "date", "coalesce", "nullif",
+    "size",
+    "length",
+    "nodes",
+    "range",
+    "toupper",
+    "tolower",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "replace",
+    "left",
+    "right",
+    "abs",
+    "sign",
+    "sqrt",
+    "log10",
+    "pi",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "degrees",
+    "radians",
+    "date",
+    "coalesce",
+    "nullif",
 )
 
 #: Every Neo4j function the Ladybug path accepts, with its rewrite (identity for ``_SAME``).
@@ -445,8 +513,9 @@ _FUNCTION_REWRITES: Final[dict[str, FunctionRewrite]] = {
     "tobooleanornull": _to_boolean(strict=False),
     "substring": _substring,
     "split": _renamed("string_split"),
-    "rand": _refuse("rand() is nondeterministic: re-executing the query could never reproduce "
-                    "its result, so it cannot be evidence"),
+    "rand": _refuse(
+        "rand() is nondeterministic: re-executing the query could never reproduce its result, so it cannot be evidence"
+    ),
     "log": _renamed("ln"),
     "round": _round,
     "ceil": _as_float("ceil"),
@@ -459,17 +528,18 @@ _FUNCTION_REWRITES: Final[dict[str, FunctionRewrite]] = {
     "isempty": _is_empty,
     "char_length": _renamed("size"),
     "character_length": _renamed("size"),
-    "keys": _refuse("Ladybug lists every column of the table, including null-valued ones; "
-                    "return the properties you need explicitly"),
-    "properties": _refuse("Ladybug includes null-valued properties; return the properties "
-                          "you need explicitly"),
+    "keys": _refuse(
+        "Ladybug lists every column of the table, including null-valued ones; return the properties you need explicitly"
+    ),
+    "properties": _refuse("Ladybug includes null-valued properties; return the properties you need explicitly"),
     "shortestpath": _shortest_expression,
     "allshortestpaths": _shortest_expression,
 }
 
 #: Neo4j functions accepted on the Ladybug path (anything else is refused by name).
 SUPPORTED_FUNCTIONS: Final[frozenset[str]] = frozenset(
-    name for name, fn in _FUNCTION_REWRITES.items()
+    name
+    for name, fn in _FUNCTION_REWRITES.items()
     if name not in {"keys", "properties", "shortestpath", "allshortestpaths"}
 )
 
@@ -487,9 +557,7 @@ def alias_return_columns(tree: a.AstNode) -> a.AstNode:
             node.set(
                 "expressions",
                 [
-                    item
-                    if isinstance(item, a.Alias | a.Star)
-                    else a.Alias(this=item, alias=_ident(render(item)))
+                    item if isinstance(item, a.Alias | a.Star) else a.Alias(this=item, alias=_ident(render(item)))
                     for item in node.expressions
                 ],
             )
@@ -684,8 +752,10 @@ class _ToLadybug:
                 "MATCH: put the other patterns in a separate MATCH"
             )
         where = self.expr(match.where.this, scope) if match.where is not None else None
-        if where is not None and shortest_vars and any(
-            isinstance(n, a.Identifier) and str(n.this) in shortest_vars for n in iter_nodes(where)
+        if (
+            where is not None
+            and shortest_vars
+            and any(isinstance(n, a.Identifier) and str(n.this) in shortest_vars for n in iter_nodes(where))
         ):
             raise DialectError(
                 "a WHERE on the path of shortestPath() is applied during the search by Neo4j but "
@@ -709,8 +779,7 @@ class _ToLadybug:
         high = rel.max_hops if rel.variable_length else 1
         if low not in (None, 1):
             raise DialectError(
-                f"shortestPath() with lower bound {low} is not supported: Ladybug's shortest "
-                "paths start at 1 hop"
+                f"shortestPath() with lower bound {low} is not supported: Ladybug's shortest paths start at 1 hop"
             )
         if high is None:
             high = self.max_hops  # Neo4j: unbounded; Ladybug: its maximum (documented)
@@ -750,8 +819,7 @@ class _ToLadybug:
             scope[str(node.variable.this)] = NODE
         return extra
 
-    def rel_pattern(self, rel: a.RelationshipPattern, scope: Scope,
-                    shortest: a.ShortestPath | None) -> list[a.AstNode]:
+    def rel_pattern(self, rel: a.RelationshipPattern, scope: Scope, shortest: a.ShortestPath | None) -> list[a.AstNode]:
         extra: list[a.AstNode] = []
         if rel.variable_length and shortest is None:
             if rel.max_hops is None:
@@ -761,8 +829,7 @@ class _ToLadybug:
                 )
             if rel.max_hops > self.max_hops:
                 raise DialectError(
-                    f"variable-length upper bound {rel.max_hops} exceeds Ladybug's maximum of "
-                    f"{self.max_hops} hops"
+                    f"variable-length upper bound {rel.max_hops} exceeds Ladybug's maximum of {self.max_hops} hops"
                 )
             if rel.min_hops is None:
                 rel.set("min_hops", 1)
@@ -787,9 +854,7 @@ class _ToLadybug:
         names = [str(r.variable.this) for r in rels if r.variable is not None]
         for name in names:
             if names.count(name) > 1:
-                raise DialectError(
-                    f"relationship variable {name} is used twice in one MATCH (Neo4j refuses it)"
-                )
+                raise DialectError(f"relationship variable {name} is used twice in one MATCH (Neo4j refuses it)")
         predicates: list[a.AstNode] = []
         for i, first in enumerate(rels):
             for second in rels[i + 1 :]:
@@ -873,9 +938,7 @@ class _ToLadybug:
             and not inner.clauses[0].optional
         ):
             what = "EXISTS { }" if key == "pattern" else "COUNT { }"
-            raise DialectError(
-                f"{what} with clauses other than one MATCH … WHERE is not supported by Ladybug"
-            )
+            raise DialectError(f"{what} with clauses other than one MATCH … WHERE is not supported by Ladybug")
         self.match(inner.clauses[0], dict(scope))
         node.set(key, inner)
         return node
@@ -895,9 +958,7 @@ class _ToLadybug:
         if where is not None:
             result = _call("list_filter", result, LadybugLambda(variable=_ident(var), body=where))
         if projection is not None:
-            result = _call(
-                "list_transform", result, LadybugLambda(variable=_ident(var), body=projection)
-            )
+            result = _call("list_transform", result, LadybugLambda(variable=_ident(var), body=projection))
         return result
 
     def quantifier(self, node: a.Quantifier, scope: Scope) -> a.AstNode:
@@ -914,8 +975,9 @@ class _ToLadybug:
         node.set("where", where)
         return node
 
-    def entity_comprehension(self, var: str, source: a.AstNode, where: a.AstNode | None,
-                             projection: a.AstNode | None) -> a.AstNode:
+    def entity_comprehension(
+        self, var: str, source: a.AstNode, where: a.AstNode | None, projection: a.AstNode | None
+    ) -> a.AstNode:
         """Ladybug 0.22 evaluates lambdas over lists of nodes/relationships wrongly once a
         query has several rows; lambdas over *positions* are fine. So ``[x IN l WHERE x.a > 1 |
         x.b]`` becomes ``list_transform(list_filter(range(1, size(l)), i -> properties(l, 'a')[i]
@@ -976,18 +1038,14 @@ class _ToLadybug:
 
 
 def _reads_property(expr: a.AstNode, var: str) -> bool:
-    return (
-        isinstance(expr, a.Property) and isinstance(expr.this, a.Identifier) and expr.this.this == var
-    )
+    return isinstance(expr, a.Property) and isinstance(expr.this, a.Identifier) and expr.this.this == var
 
 
 def _by_index(var: str, index: str, source: a.AstNode, expr: a.AstNode) -> a.AstNode:
     """``expr`` with every ``var.prop`` replaced by ``list_extract(properties(source, 'prop'),
     index)``; any other use of ``var`` is refused (it would need the element itself)."""
     if _reads_property(expr, var):
-        return _call(
-            "list_extract", _call("properties", source.copy(), _str(str(expr.name))), _ident(index)
-        )
+        return _call("list_extract", _call("properties", source.copy(), _str(str(expr.name))), _ident(index))
     if isinstance(expr, a.Identifier) and expr.this == var:
         raise DialectError(
             "a list comprehension or quantifier over nodes or relationships may only read their "
@@ -1019,8 +1077,9 @@ def _one_based(index: a.AstNode) -> a.AstNode:
     value = _int_literal(index)
     if value is not None:
         return _int(value + 1 if value >= 0 else value)
-    return _case(None, [(a.GTE(this=index.copy(), expression=_int(0)),
-                         a.Add(this=index.copy(), expression=_int(1)))], index)
+    return _case(
+        None, [(a.GTE(this=index.copy(), expression=_int(0)), a.Add(this=index.copy(), expression=_int(1)))], index
+    )
 
 
 def _exclusive_end(end: a.AstNode) -> a.AstNode:
@@ -1029,8 +1088,7 @@ def _exclusive_end(end: a.AstNode) -> a.AstNode:
     value = _int_literal(end)
     if value is not None:
         return _int(value if value >= 0 else value - 1)
-    return _case(None, [(a.LT(this=end.copy(), expression=_int(0)),
-                         a.Sub(this=end.copy(), expression=_int(1)))], end)
+    return _case(None, [(a.LT(this=end.copy(), expression=_int(0)), a.Sub(this=end.copy(), expression=_int(1)))], end)
 
 
 def _subscript(node: a.ListSubscript) -> a.AstNode:
@@ -1055,12 +1113,10 @@ _NODE_REWRITES: Final[dict[type[a.AstNode], Callable[[a.AstNode], a.AstNode]]] =
 
 _REFUSALS: Final[dict[type[a.AstNode], GraphError]] = {
     a.PatternComprehension: DialectError(
-        "pattern comprehension [(a)-->(b) | b.x] is not supported by Ladybug: use "
-        "OPTIONAL MATCH … WITH collect(…)"
+        "pattern comprehension [(a)-->(b) | b.x] is not supported by Ladybug: use OPTIONAL MATCH … WITH collect(…)"
     ),
     a.ListLambda: DialectError(
-        "reduce()/filter()/extract() are not supported: use a list comprehension, "
-        "or aggregate with UNWIND … WITH"
+        "reduce()/filter()/extract() are not supported: use a list comprehension, or aggregate with UNWIND … WITH"
     ),
 }
 

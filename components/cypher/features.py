@@ -1,8 +1,8 @@
 """The Cypher feature deriver: what a read query *structurally* is, invariant to surface form.
 
 :func:`derive` turns one Neo4j-dialect query (optionally with a :class:`GraphSchema`) into a
-:class:`Derivation` — the features of the evidence rubric (SPEC §5) and the match / return family
-the query really has (SPEC §3) — or into an explicit :class:`DerivationError`; a failure is never an
+:class:`Derivation` — the features of the evidence rubric (docs/rubric.md) and the match / return family
+the query really has — or into an explicit :class:`DerivationError`; a failure is never an
 empty success. Results are cached by ``(query, schema endpoint fingerprint)``.
 
 Invariances
@@ -43,8 +43,9 @@ Multisets are **sorted tuples with repeats** (``collections.Counter(t)`` gives t
   ``A|B`` verbatim); if none, the schema: the set of labels that can sit on that side of every
   incident typed relationship (intersected; either side for undirected), when exactly one; else ``*``.
 * ``nodes`` — :class:`NodeFeature` ``(label, "")`` once per node variable anywhere in the query
-  (sub-patterns included; each anonymous node pattern counts once), plus ``(label, property)`` once per node variable and property constrained
-  by an inline map or a top-level WHERE equality ``v.prop = …`` / ``… = v.prop``.
+  (sub-patterns included; each anonymous node pattern counts once), plus ``(label, property)`` once
+  per node variable and property constrained by an inline map or a top-level WHERE equality
+  ``v.prop = …`` / ``… = v.prop``.
 * ``returns`` — the final RETURN's columns in order, each the canonical text of the expression
   (aliases dropped, variables renamed, function names lower-cased, aggregates keep ``DISTINCT``,
   sub-patterns in their lexicographically smaller writing direction). ``RETURN *`` expands to the
@@ -154,8 +155,7 @@ RETURN_FAMILIES = ("property", "distinct_set", "aggregation", "ranking", "boolea
 
 #: Aggregate functions (lower-case names).
 AGGREGATES = frozenset(
-    {"count", "sum", "avg", "min", "max", "collect", "stdev", "stdevp", "percentilecont",
-     "percentiledisc"}
+    {"count", "sum", "avg", "min", "max", "collect", "stdev", "stdevp", "percentilecont", "percentiledisc"}
 )
 
 _ANY = "*"
@@ -285,14 +285,28 @@ _UNSUPPORTED_NODES: dict[type[a.AstNode], str] = {
 }
 
 _BOOLEAN_NODES = (
-    a.EQ, a.NEQ, a.LT, a.LTE, a.GT, a.GTE, a.And, a.Or, a.Xor, a.Not, a.IsNull, a.In,
-    a.StartsWith, a.EndsWith, a.Contains, a.RegexMatch, a.PatternPredicate, a.Quantifier,
+    a.EQ,
+    a.NEQ,
+    a.LT,
+    a.LTE,
+    a.GT,
+    a.GTE,
+    a.And,
+    a.Or,
+    a.Xor,
+    a.Not,
+    a.IsNull,
+    a.In,
+    a.StartsWith,
+    a.EndsWith,
+    a.Contains,
+    a.RegexMatch,
+    a.PatternPredicate,
+    a.Quantifier,
     a.LabelPredicate,
 )
 _LITERALS = (a.Integer, a.Float, a.String, a.Boolean, a.Null, a.Parameter)
-_LIST_FUNCTIONS = frozenset(
-    {"nodes", "relationships", "labels", "keys", "range", "split", "tail", "reverse"}
-)
+_LIST_FUNCTIONS = frozenset({"nodes", "relationships", "labels", "keys", "range", "split", "tail", "reverse"})
 _OP_OF_TYPE: dict[type[a.AstNode], str] = {
     a.LT: "comparison",
     a.LTE: "comparison",
@@ -398,9 +412,26 @@ class _Sym:
     agg: bool = False
 
 
-_ATOMIC = (a.Identifier, a.Property, a.FunctionCall, a.CountSubquery, a.Parameter, a.List,
-           a.Map, a.MapProjection, a.Integer, a.Float, a.String, a.Boolean, a.Null,
-           a.ListComprehension, a.PatternComprehension, a.Quantifier, a.Coalesce, a.Case)
+_ATOMIC = (
+    a.Identifier,
+    a.Property,
+    a.FunctionCall,
+    a.CountSubquery,
+    a.Parameter,
+    a.List,
+    a.Map,
+    a.MapProjection,
+    a.Integer,
+    a.Float,
+    a.String,
+    a.Boolean,
+    a.Null,
+    a.ListComprehension,
+    a.PatternComprehension,
+    a.Quantifier,
+    a.Coalesce,
+    a.Case,
+)
 
 
 class _CanonRenderer(CypherRenderer):
@@ -441,9 +472,7 @@ class _CanonRenderer(CypherRenderer):
 
     def render_CountSubquery(self, node: a.CountSubquery) -> str:
         query = node.query
-        body = f"MATCH {self.dispatch(query)}" if isinstance(query, a.PathPattern) else (
-            self.dispatch(query)
-        )
+        body = f"MATCH {self.dispatch(query)}" if isinstance(query, a.PathPattern) else (self.dispatch(query))
         return f"COUNT {{ {body} }}"
 
 
@@ -522,8 +551,7 @@ def _schema_ends(schema: GraphSchema | None) -> _Ends:
         return cached[1]
     ends = tuple(
         sorted(
-            (r.type, tuple(sorted({t.source for t in r.triples})),
-             tuple(sorted({t.target for t in r.triples})))
+            (r.type, tuple(sorted({t.source for t in r.triples})), tuple(sorted({t.target for t in r.triples})))
             for r in schema.rel_types
         )
     )
@@ -691,11 +719,7 @@ class _Branch:
     def _where(self, where: a.AstNode) -> None:
         for conj in _conjuncts(where):
             self.where.append(conj)
-            if (
-                isinstance(conj, a.LabelPredicate)
-                and isinstance(conj.this, a.Identifier)
-                and conj.labels is not None
-            ):
+            if isinstance(conj, a.LabelPredicate) and isinstance(conj.this, a.Identifier) and conj.labels is not None:
                 self.label_conjuncts.add(id(conj))
             else:
                 self.ops.append("filter")
@@ -776,8 +800,7 @@ class _Branch:
 
     def _visit_pattern_children(self, node: a.AstNode, ctx: str) -> None:
         """Expressions inside pattern elements (inline maps, inline WHERE): ops only."""
-        if isinstance(node, (a.NodePattern, a.RelationshipPattern, a.ShortestPath,
-                             a.PathPattern, a.LabelExpression)):
+        if isinstance(node, (a.NodePattern, a.RelationshipPattern, a.ShortestPath, a.PathPattern, a.LabelExpression)):
             if isinstance(node, a.ShortestPath):
                 self.all.append(node)
                 self.ops.append("shortest_path")
@@ -821,9 +844,7 @@ class _Branch:
             sources = set().union(*(self.ends[t][0] for t in types))
             targets = set().union(*(self.ends[t][1] for t in types))
             sides = (
-                [(src, sources), (dst, targets)]
-                if directed
-                else [(src, sources | targets), (dst, sources | targets)]
+                [(src, sources), (dst, targets)] if directed else [(src, sources | targets), (dst, sources | targets)]
             )
             for key, labels in sides:
                 current = candidates.get(key)
@@ -943,14 +964,12 @@ class _Branch:
 
     def _rel_color0(self, edge: _Edge) -> tuple[Any, ...]:
         _src, _dst, directed = edge.oriented()
-        return (_rel_type(edge.rel), _hops(edge.rel), directed, edge.ctx,
-                self.sig.get(edge.var or "", ()))
+        return (_rel_type(edge.rel), _hops(edge.rel), directed, edge.ctx, self.sig.get(edge.var or "", ()))
 
     def _refine(self, extra: Mapping[str, tuple[Any, ...]]) -> dict[str, int]:
         keys = list(self.nodes)
         init = {
-            k: (n.label, tuple(sorted(n.ctx)), self.sig.get(k, ()) if n.named else (),
-                extra.get(k, ()))
+            k: (n.label, tuple(sorted(n.ctx)), self.sig.get(k, ()) if n.named else (), extra.get(k, ()))
             for k, n in self.nodes.items()
         }
         colors = _rank(init)
@@ -961,10 +980,7 @@ class _Branch:
             incident[src].append((c0, "out" if directed else "any", dst))
             incident[dst].append((c0, "in" if directed else "any", src))
         for _ in range(len(keys)):
-            sigs = {
-                k: (colors[k], tuple(sorted((c0, d, colors[o]) for c0, d, o in incident[k])))
-                for k in keys
-            }
+            sigs = {k: (colors[k], tuple(sorted((c0, d, colors[o]) for c0, d, o in incident[k]))) for k in keys}
             new = _rank(sigs)
             if len(set(new.values())) == len(set(colors.values())):
                 break
@@ -983,8 +999,7 @@ class _Branch:
         usage = {}
         for var in tied:
             base = self.local_env()
-            base.update({k: _Sym("?", "node", frozenset({k}))
-                         for k in self.nodes if self.nodes[k].named})
+            base.update({k: _Sym("?", "node", frozenset({k})) for k in self.nodes if self.nodes[k].named})
             base.update({k: _Sym("?", "relationship", frozenset({k})) for k in self.rel_vars})
             base.update({p[0]: _Sym("?", "path", frozenset({p[0]})) for p in self.paths})
             base[var] = _Sym("_", "node", frozenset({var}))
@@ -1006,8 +1021,15 @@ class _Branch:
         return env
 
     def project(self, base: dict[str, _Sym]) -> _Projection:
-        state = {"order": (), "limit": None, "skip": None, "ordered": False,
-                 "ordered_then_limited": False, "unwind": 0, "projected": False}
+        state = {
+            "order": (),
+            "limit": None,
+            "skip": None,
+            "ordered": False,
+            "ordered_then_limited": False,
+            "unwind": 0,
+            "projected": False,
+        }
         comparisons: list[tuple[frozenset[str], frozenset[str]]] = []
         env = dict(base)
         state["base"] = base
@@ -1023,8 +1045,9 @@ class _Branch:
             comparisons=comparisons,
         )
 
-    def _clauses(self, clauses: list[a.AstNode], env: dict[str, _Sym], state: dict[str, Any],
-                 comparisons: list[Any], final: bool) -> list[tuple[str, str, frozenset[str]]]:
+    def _clauses(
+        self, clauses: list[a.AstNode], env: dict[str, _Sym], state: dict[str, Any], comparisons: list[Any], final: bool
+    ) -> list[tuple[str, str, frozenset[str]]]:
         columns: list[tuple[str, str, frozenset[str]]] = []
         for i, clause in enumerate(clauses):
             if isinstance(clause, a.Match):
@@ -1032,8 +1055,7 @@ class _Branch:
                 for n in iter_nodes(clause.pattern) if state["projected"] else ():
                     if isinstance(n, a.Identifier) and str(n.this) in state["base"]:
                         env.setdefault(str(n.this), state["base"][str(n.this)])
-                self._comparisons(clause.where, {**state["base"], **env}, comparisons,
-                                  projection=False)
+                self._comparisons(clause.where, {**state["base"], **env}, comparisons, projection=False)
             elif isinstance(clause, a.Unwind):
                 state["unwind"] += 1
                 roots = _roots(clause.expression, {**state["base"], **env})
@@ -1048,8 +1070,14 @@ class _Branch:
                 columns = self._projection(clause, env, state, comparisons, is_final)
         return columns
 
-    def _projection(self, clause: a.With | a.Return, env: dict[str, _Sym], state: dict[str, Any],
-                    comparisons: list[Any], final: bool) -> list[tuple[str, str, frozenset[str]]]:
+    def _projection(
+        self,
+        clause: a.With | a.Return,
+        env: dict[str, _Sym],
+        state: dict[str, Any],
+        comparisons: list[Any],
+        final: bool,
+    ) -> list[tuple[str, str, frozenset[str]]]:
         # names out of scope (pattern variables of sub-queries after a WITH) fall back to base
         full = {**state["base"], **env}
         renderer = _CanonRenderer(full)
@@ -1067,15 +1095,17 @@ class _Branch:
             roots = _roots(expr, full)
             columns.append((text, kind, roots))
             name = (
-                str(item.alias.this) if isinstance(item, a.Alias)
-                else str(expr.this) if isinstance(expr, a.Identifier) else None
+                str(item.alias.this)
+                if isinstance(item, a.Alias)
+                else str(expr.this)
+                if isinstance(expr, a.Identifier)
+                else None
             )
             if name is not None:
                 if isinstance(expr, a.Identifier) and str(expr.this) in full:
                     new[name] = full[str(expr.this)]
                 else:
-                    new[name] = _Sym(text, kind, roots, isinstance(expr, _ATOMIC),
-                                     _has_aggregate(expr, full))
+                    new[name] = _Sym(text, kind, roots, isinstance(expr, _ATOMIC), _has_aggregate(expr, full))
         if star:
             visible = sorted(
                 (sym for n, sym in env.items() if n not in self.local_names),
@@ -1086,8 +1116,7 @@ class _Branch:
         if clause.order is not None:
             order_renderer = _CanonRenderer(order_env)
             state["order"] = tuple(
-                OrderKey(order_renderer.text(o.this), "DESC" if o.desc else "ASC")
-                for o in clause.order.expressions
+                OrderKey(order_renderer.text(o.this), "DESC" if o.desc else "ASC") for o in clause.order.expressions
             )
             state["ordered"] = True
         if clause.limit is not None:
@@ -1103,8 +1132,7 @@ class _Branch:
                 env.clear()
                 env.update(kept)
             env.update(new)
-            self._comparisons(clause.where, {**state["base"], **env}, comparisons,
-                              projection=False)
+            self._comparisons(clause.where, {**state["base"], **env}, comparisons, projection=False)
         elif not final:  # RETURN of a CALL { } subquery exports its columns
             env.update(new)
         return columns
@@ -1116,8 +1144,9 @@ class _Branch:
             return f"${expr.name}"
         return _CanonRenderer(env).text(expr)
 
-    def _comparisons(self, expr: a.AstNode | None, env: Mapping[str, _Sym],
-                     out: list[Any], *, projection: bool) -> None:
+    def _comparisons(
+        self, expr: a.AstNode | None, env: Mapping[str, _Sym], out: list[Any], *, projection: bool
+    ) -> None:
         if expr is None:
             return
         kinds: tuple[type[a.AstNode], ...] = (a.LT, a.LTE, a.GT, a.GTE)
@@ -1138,9 +1167,13 @@ class _Branch:
             return "optional_match"
         edges = [e for e in self.edges if e.ctx != "sub"]
         keys = [k for k, n in self.nodes.items() if n.ctx - {"sub"}]
-        anchors = {k for k in keys if k in self.own and self.nodes[k].named or (
-            not self.nodes[k].named and any(not _identifiers(v) for _p, v in self.nodes[k].inline)
-        )}
+        anchors = {
+            k
+            for k in keys
+            if k in self.own
+            and self.nodes[k].named
+            or (not self.nodes[k].named and any(not _identifiers(v) for _p, v in self.nodes[k].inline))
+        }
         comps = _components(keys, edges)
         if comparisons:
             return "comparison"
@@ -1230,8 +1263,7 @@ class _Branch:
             out.update(PropertyFeature(node.label, p) for p, _v in node.inline)
         for edge in self.edges:
             if isinstance(edge.rel.properties, a.Map):
-                out.update(PropertyFeature(_rel_type(edge.rel), str(k))
-                           for k, _v in edge.rel.properties.entries)
+                out.update(PropertyFeature(_rel_type(edge.rel), str(k)) for k, _v in edge.rel.properties.entries)
         for n in self.all:
             if isinstance(n, a.Property) and isinstance(n.this, a.Identifier):
                 out.add(PropertyFeature(owner_of.get(str(n.this.this), _ANY), str(n.name)))
@@ -1269,8 +1301,7 @@ def _components(keys: Iterable[str], edges: Iterable[_Edge]) -> dict[str, int]:
 # UNION branches and the public API
 # --------------------------------------------------------------------------------------------
 
-_MATCH_PRIORITY = ("shortest_path", "optional_match", "comparison", "intersection", "multi_hop",
-                   "one_hop")
+_MATCH_PRIORITY = ("shortest_path", "optional_match", "comparison", "intersection", "multi_hop", "one_hop")
 _RETURN_PRIORITY = ("boolean", "ranking", "aggregation", "distinct_set", "property")
 
 
@@ -1299,8 +1330,7 @@ def _merge(parts: list[_Part], extra_ops: list[str]) -> Derivation:
             raise _Unsupported("UNION branches return different numbers of columns")
         returns = [" | ".join(sorted({p.returns[i] for p in parts})) for i in range(len(first.returns))]
         shape = [
-            first.shape[i] if len({p.shape[i] for p in parts}) == 1 else "expression"
-            for i in range(len(first.shape))
+            first.shape[i] if len({p.shape[i] for p in parts}) == 1 else "expression" for i in range(len(first.shape))
         ]
     last = parts[-1]
     return Derivation(

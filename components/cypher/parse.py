@@ -181,13 +181,9 @@ def _single_statement(text: str, tokens: tuple[Token, ...]) -> tuple[str, tuple[
     first = semis[0]
     if any(t.kind not in (TokenKind.SEMICOLON, TokenKind.EOF) for t in tokens[first:]):
         count = 1 + sum(
-            1
-            for i in semis
-            if any(t.kind not in (TokenKind.SEMICOLON, TokenKind.EOF) for t in tokens[i + 1 :])
+            1 for i in semis if any(t.kind not in (TokenKind.SEMICOLON, TokenKind.EOF) for t in tokens[i + 1 :])
         )
-        raise UnsafeQueryError(
-            f"one statement per query: found {count} statements separated by ';'"
-        )
+        raise UnsafeQueryError(f"one statement per query: found {count} statements separated by ';'")
     source = text[: tokens[first].position.offset]
     return source, tokens[:first] + (tokens[-1],)
 

@@ -33,8 +33,15 @@ from components.graph.errors import (
 )
 from components.graph.schema import GraphSchema
 
-__all__ = ["MAX_PARAM_BYTES", "MAX_RESULT_BYTES", "PreparedQuery", "ReadOnlyQueryPath", "cap_result", "check_params",
-           "json_size"]
+__all__ = [
+    "MAX_PARAM_BYTES",
+    "MAX_RESULT_BYTES",
+    "PreparedQuery",
+    "ReadOnlyQueryPath",
+    "cap_result",
+    "check_params",
+    "json_size",
+]
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _MAX_PARAM_DEPTH: Final = 32
@@ -86,10 +93,10 @@ def check_params(params: Mapping[str, Any] | None) -> None:
     dicts), non-finite floats, integers outside INT64 and invalid names, with the offending path.
 
     >>> check_params({"name": "Ada", "ids": [1, 2], "filter": {"min": 0.5}})
-    >>> check_params({"when": object()})
+    >>> check_params({"when": object()})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    components.graph.errors.QueryExecutionError: parameter $when: object values are not allowed (use JSON-like values: null, bool, int, float, str, lists and string-keyed maps of these)
+    components.graph.errors.QueryExecutionError: parameter $when: object values are not allowed (use JSON-like ...)
     """
     if params is None:
         return
@@ -175,9 +182,7 @@ class ReadOnlyQueryPath:
         except RecursionError:
             raise QuerySyntaxError("query is nested too deeply") from None
         except Exception as err:  # a bug must still surface as a GraphError, never a crash
-            raise DialectError(
-                f"could not prepare the query ({type(err).__name__}: {err})"
-            ) from err
+            raise DialectError(f"could not prepare the query ({type(err).__name__}: {err})") from err
         return PreparedQuery(text=text, parameters=parsed.parameters)
 
     def prepared(self, query: str) -> PreparedQuery:
@@ -216,9 +221,7 @@ class ReadOnlyQueryPath:
             check_params(params)
         if entry.parameters and (params is None or not entry.parameters <= params.keys()):
             missing = sorted(entry.parameters - set(params or ()))
-            raise QueryExecutionError(
-                "missing parameter(s): " + ", ".join(f"${name}" for name in missing)
-            )
+            raise QueryExecutionError("missing parameter(s): " + ", ".join(f"${name}" for name in missing))
         if timeout_ms is not None:
             res = self.backend.run(entry.text, params, limit=limit, timeout_ms=max(1, int(timeout_ms)))
         else:

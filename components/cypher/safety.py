@@ -131,17 +131,18 @@ def _is_name_position(tokens: tuple[Token, ...], i: int, source: str | None) -> 
     nxt = tokens[i + 1] if i + 1 < len(tokens) else None
     if prev is not None and prev.kind in _NAME_AFTER:
         return True
-    if nxt is not None and nxt.kind is TokenKind.COLON and prev is not None and prev.kind in (
-        TokenKind.LBRACE,
-        TokenKind.COMMA,
+    if (
+        nxt is not None
+        and nxt.kind is TokenKind.COLON
+        and prev is not None
+        and prev.kind
+        in (
+            TokenKind.LBRACE,
+            TokenKind.COMMA,
+        )
     ):
         return True  # map key: {set: 1}
-    return (
-        prev is not None
-        and prev.kind is TokenKind.PIPE
-        and nxt is not None
-        and nxt.kind in _TYPE_LIST_END
-    )
+    return prev is not None and prev.kind is TokenKind.PIPE and nxt is not None and nxt.kind in _TYPE_LIST_END
 
 
 def _where(tok: Token) -> str:
@@ -366,8 +367,7 @@ def _check_function(node: a.FunctionCall) -> None:
         raise UnsafeQueryError(f"invalid function name {name!r}")
     if "." in name:
         raise UnsafeQueryError(
-            f"namespaced function {name}() is not allowed: plugin functions (apoc.*, db.*, "
-            "gds.* …) are refused"
+            f"namespaced function {name}() is not allowed: plugin functions (apoc.*, db.*, gds.* …) are refused"
         )
     if name.lower() in REFUSED_FUNCTIONS:
         raise UnsafeQueryError(f"function {name}() is not allowed: {_READ_ONLY}")
@@ -379,9 +379,7 @@ _LABEL_EXPRESSION: Final = re.compile(r"[A-Za-z0-9_|&!%()]+")
 
 def _check_label_expression(node: a.LabelExpression) -> None:
     if node.expression is not None and not _LABEL_EXPRESSION.fullmatch(str(node.expression)):
-        raise DialectError(
-            f"label expression {node.expression!r} is not supported: use plain label names"
-        )
+        raise DialectError(f"label expression {node.expression!r} is not supported: use plain label names")
 
 
 def check_tree(tree: a.AstNode) -> None:

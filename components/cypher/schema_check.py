@@ -130,13 +130,9 @@ class _Checker:
             props = {p for t in known for p in self.types[t].properties}
             if prop not in props:
                 owner = "|".join(f":{t}" for t in sorted(known))
-                raise SchemaError(
-                    f"unknown property {prop!r} on relationship {owner}{_suggest(prop, props)}"
-                )
+                raise SchemaError(f"unknown property {prop!r} on relationship {owner}{_suggest(prop, props)}")
         elif not types and prop not in self.all_rel_props:
-            raise SchemaError(
-                f"no relationship type has a property {prop!r}{_suggest(prop, self.all_rel_props)}"
-            )
+            raise SchemaError(f"no relationship type has a property {prop!r}{_suggest(prop, self.all_rel_props)}")
 
     def run(self, tree: a.AstNode) -> None:
         for node in iter_nodes(tree):

@@ -17,6 +17,7 @@ generation has no per-question wall time); tokens are the model's own generated 
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,12 +25,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.evaluation.metrics import EvalRecord
-from components.options import checked_options
+from components.graph.errors import GraphError
 from components.llm.base import SamplingParams
+from components.options import checked_options
 from components.rollout.runner import RolloutConfig, RolloutRunner, evidence_hit
 from components.rubric.rewards import extract_answer
+from components.tools.graph_cot import _CallFailed
 
 __all__ = ["EvalConfig", "LLMJudge", "graphrag_context", "graphrag_records", "tool_agent_records"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,31 +72,73 @@ class EvalConfig:
 
 
 def _record(system: str, seed: int, row: Mapping[str, Any], **kw: Any) -> EvalRecord:
-    return EvalRecord(system=system, seed=seed, question_id=str(row.get("id")), question=str(row["question"]),
-                      gold=row["answer"], answer_type=row.get("answer_type"), level=row.get("level"),
-                      qtype=row.get("qtype") or row.get("answer_type"), **kw)
+    return EvalRecord(
+        system=system,
+        seed=seed,
+        question_id=str(row.get("id")),
+        question=str(row["question"]),
+        gold=row["answer"],
+        answer_type=row.get("answer_type"),
+        level=row.get("level"),
+        qtype=row.get("qtype") or row.get("answer_type"),
+        **kw,
+    )
 
 
-def tool_agent_records(system: str, backend: Any, make_env: Callable[[], Any], rows: Sequence[Mapping[str, Any]],
-                       config: EvalConfig, *, stops: Sequence[str], system_prompt: str | None = None) -> list[EvalRecord]:
+def tool_agent_records(
+    system: str,
+    backend: Any,
+    make_env: Callable[[], Any],
+    rows: Sequence[Mapping[str, Any]],
+    config: EvalConfig,
+    *,
+    stops: Sequence[str],
+    system_prompt: str | None = None,
+) -> list[EvalRecord]:
     """One record per (seed, row): ``backend`` (a token-level backend) plays ``make_env()``."""
-    episode_rows = [{"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows]
-    runner = RolloutRunner(backend, make_env, RolloutConfig(
-        max_turns=config.max_turns, max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-        top_p=config.top_p, seed=config.seed, stops=tuple(stops), system_prompt=system_prompt))
+    episode_rows = [
+        {"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows
+    ]
+    runner = RolloutRunner(
+        backend,
+        make_env,
+        RolloutConfig(
+            max_turns=config.max_turns,
+            max_new_tokens=config.max_new_tokens,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            seed=config.seed,
+            stops=tuple(stops),
+            system_prompt=system_prompt,
+        ),
+    )
     t0 = time.perf_counter()
     records = runner.run(episode_rows, n=config.samples)  # row-major: row 0's samples, then row 1's …
     latency = (time.perf_counter() - t0) / max(1, len(records))
     out = []
     for k, rec in enumerate(records):
         row, sample, s = rows[k // config.samples], k % config.samples, rec.stats
-        out.append(_record(system, sample, row, answer=s.answer, valid_format=s.valid_format, valid_calls=s.valid_calls,
-                           halted=s.halted, truncated=s.truncated, evidence_hit=s.evidence_hit,
-                           tokens=s.model_tokens, latency_s=latency))
+        out.append(
+            _record(
+                system,
+                sample,
+                row,
+                answer=s.answer,
+                valid_format=s.valid_format,
+                valid_calls=s.valid_calls,
+                halted=s.halted,
+                truncated=s.truncated,
+                evidence_hit=s.evidence_hit,
+                tokens=s.model_tokens,
+                latency_s=latency,
+            )
+        )
     return out
 
 
-def graphrag_context(api: Any, question: str, *, hops: int = 2, max_neighbours: int = 5, max_chars: int = 3000) -> tuple[str, list[str]]:
+def graphrag_context(
+    api: Any, question: str, *, hops: int = 2, max_neighbours: int = 5, max_chars: int = 3000
+) -> tuple[str, list[str]]:
     """``(context, node ids)``: the retrieved entities' observation, then each hop's
     ``NeighborCheck`` observations, cut at ``max_chars``."""
     retrieved = api.retrieve_node(question)
@@ -106,7 +153,11 @@ def graphrag_context(api: Any, question: str, *, hops: int = 2, max_neighbours: 
         for node_id in frontier:
             try:
                 label = api.resolve_node(node_id).label
-            except Exception:  # an id the index returned but the graph no longer resolves
+            except _CallFailed as exc:  # an id the index returned but the graph no longer resolves
+                log.debug("graphrag context: skipping node %r: %s", node_id, exc)
+                continue
+            except GraphError as exc:  # the lookup query failed: skip the node, but say so
+                log.warning("graphrag context: skipping node %r, its lookup failed: %s", node_id, exc)
                 continue
             for other in sorted(neighbour_types.get(label, ())):
                 call = api.neighbor_check(node_id, other)
@@ -127,16 +178,27 @@ Graph facts:
 Question: {question}"""
 
 
-def graphrag_records(llm: Any, api: Any, rows: Sequence[Mapping[str, Any]], config: EvalConfig, *,
-                     system: str = "graphrag") -> list[EvalRecord]:
+def graphrag_records(
+    llm: Any, api: Any, rows: Sequence[Mapping[str, Any]], config: EvalConfig, *, system: str = "graphrag"
+) -> list[EvalRecord]:
     """The GraphRAG baseline (module docstring); ``llm`` is a chat backend (``generate``)."""
     contexts = [graphrag_context(api, str(r["question"]))[0] for r in rows]
-    prompts = [[{"role": "user", "content": _RAG_PROMPT.format(context=c, question=r["question"])}]
-               for c, r in zip(contexts, rows, strict=True)]
+    prompts = [
+        [{"role": "user", "content": _RAG_PROMPT.format(context=c, question=r["question"])}]
+        for c, r in zip(contexts, rows, strict=True)
+    ]
     t0 = time.perf_counter()
-    gens = llm.generate(prompts, SamplingParams(max_new_tokens=config.max_new_tokens, temperature=config.temperature,
-                                                top_p=config.top_p, stop=("</answer>",), seed=config.seed,
-                                                n=config.samples))
+    gens = llm.generate(
+        prompts,
+        SamplingParams(
+            max_new_tokens=config.max_new_tokens,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            stop=("</answer>",),
+            seed=config.seed,
+            n=config.samples,
+        ),
+    )
     latency = (time.perf_counter() - t0) / max(1, len(rows) * config.samples)
     out = []
     for row, ctx, samples in zip(rows, contexts, gens, strict=True):
@@ -144,9 +206,20 @@ def graphrag_records(llm: Any, api: Any, rows: Sequence[Mapping[str, Any]], conf
         for sample, g in enumerate(samples):
             text = g.text + ("</answer>" if g.stop_reason == "</answer>" else "")
             answer = extract_answer(text)
-            out.append(_record(system, sample, row, answer=answer, valid_format=answer is not None, valid_calls=0,
-                               truncated=g.stop_reason == "length" and answer is None, evidence_hit=hit,
-                               tokens=g.completion_tokens, latency_s=latency))
+            out.append(
+                _record(
+                    system,
+                    sample,
+                    row,
+                    answer=answer,
+                    valid_format=answer is not None,
+                    valid_calls=0,
+                    truncated=g.stop_reason == "length" and answer is None,
+                    evidence_hit=hit,
+                    tokens=g.completion_tokens,
+                    latency_s=latency,
+                )
+            )
     return out
 
 
@@ -173,8 +246,10 @@ class LLMJudge:
                 r.judge = False
         if not todo:
             return
-        prompts = [[{"role": "user", "content": _JUDGE_PROMPT.format(question=r.question, gold=r.gold,
-                                                                     prediction=r.answer)}] for r in todo]
+        prompts = [
+            [{"role": "user", "content": _JUDGE_PROMPT.format(question=r.question, gold=r.gold, prediction=r.answer)}]
+            for r in todo
+        ]
         gens = self.llm.generate(prompts, SamplingParams(max_new_tokens=4, temperature=0.0, seed=0))
         for r, (g,) in zip(todo, gens, strict=True):
             m = _YES_NO.search(g.text)

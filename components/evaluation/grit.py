@@ -1,5 +1,6 @@
-"""GRIT-style graph-reasoning tasks (SPEC §2c, §8): narrative scenarios over random graphs, the
-six solver tasks, four naming schemes; ground truth from the Part 2 solvers.
+"""GRIT-style graph-reasoning tasks: narrative scenarios over random graphs, the
+six solver tasks, four naming schemes; ground truth from the exact graph-IR solvers
+(:mod:`components.tools.graph_ir`).
 
 An item is a story ("a courier company connects depots …") whose graph the solver agent has to
 write down as GRAIN's JSON IR (``<graph>…</graph>``) before answering. Each item carries:
@@ -23,15 +24,31 @@ from __future__ import annotations
 import json
 import random
 import string
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from components.options import checked_options
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.store.fingerprint import write_parquet
 from components.tools.graph_ir import parse_graph_ir, solve
 
-__all__ = ["NAMINGS", "SCENARIOS", "TASKS", "GritConfig", "GritItem", "Scenario", "build_item",
-           "build_splits", "from_row", "generate_items"]
+__all__ = [
+    "GRIT_TASKS",
+    "NAMINGS",
+    "SCENARIOS",
+    "TASKS",
+    "GritConfig",
+    "GritItem",
+    "Scenario",
+    "build_grit_tasks",
+    "build_item",
+    "build_splits",
+    "from_row",
+    "generate_items",
+]
 
 TASKS: Final = ("shortest_path", "graph_coloring", "tsp", "vertex_cover", "bfs", "centrality")
 NAMINGS: Final = ("canonical", "random_id", "semantic", "mixed")
@@ -50,93 +67,288 @@ class Scenario:
     weighted: bool = False
 
 
-_CITIES = ("Amsterdam", "Berlin", "Cairo", "Dublin", "Edinburgh", "Florence", "Geneva", "Helsinki", "Istanbul",
-           "Jakarta", "Kyoto", "Lisbon", "Madrid", "Nairobi", "Oslo", "Prague", "Quito", "Rome", "Seoul", "Tokyo",
-           "Utrecht", "Vienna", "Warsaw", "Xian", "York", "Zurich")
-_PEOPLE = ("Alice", "Bruno", "Chloe", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kira", "Liam",
-           "Maya", "Nils", "Olga", "Pablo", "Quinn", "Rosa", "Sven", "Tara", "Umar", "Vera", "Wen", "Ximena", "Yusuf",
-           "Zoe")
-_LABS = ("assay", "biopsy", "culture", "dialysis", "echo", "fluoro", "genome", "histology", "imaging", "karyotype",
-         "lipid", "mri", "nuclear", "oncology", "pathology", "radiology", "serology", "toxicology", "ultrasound",
-         "virology", "xray", "zymography", "allergy", "cardio", "derma", "endo")
+_CITIES = (
+    "Amsterdam",
+    "Berlin",
+    "Cairo",
+    "Dublin",
+    "Edinburgh",
+    "Florence",
+    "Geneva",
+    "Helsinki",
+    "Istanbul",
+    "Jakarta",
+    "Kyoto",
+    "Lisbon",
+    "Madrid",
+    "Nairobi",
+    "Oslo",
+    "Prague",
+    "Quito",
+    "Rome",
+    "Seoul",
+    "Tokyo",
+    "Utrecht",
+    "Vienna",
+    "Warsaw",
+    "Xian",
+    "York",
+    "Zurich",
+)
+_PEOPLE = (
+    "Alice",
+    "Bruno",
+    "Chloe",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kira",
+    "Liam",
+    "Maya",
+    "Nils",
+    "Olga",
+    "Pablo",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+    "Umar",
+    "Vera",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zoe",
+)
+_LABS = (
+    "assay",
+    "biopsy",
+    "culture",
+    "dialysis",
+    "echo",
+    "fluoro",
+    "genome",
+    "histology",
+    "imaging",
+    "karyotype",
+    "lipid",
+    "mri",
+    "nuclear",
+    "oncology",
+    "pathology",
+    "radiology",
+    "serology",
+    "toxicology",
+    "ultrasound",
+    "virology",
+    "xray",
+    "zymography",
+    "allergy",
+    "cardio",
+    "derma",
+    "endo",
+)
 
 SCENARIOS: Final[tuple[Scenario, ...]] = (
-    Scenario("courier", "shortest_path",
-             "A courier company runs roads between depots. {edges} What is the shortest total driving time "
-             "from {source} to {target}?", "The road between {u} and {v} takes {w} minutes.", _CITIES, True),
-    Scenario("hospital_transfer", "shortest_path",
-             "Samples move between hospital labs through pneumatic tubes. {edges} What is the minimum transfer "
-             "time for a sample from the {source} lab to the {target} lab?", "The {u}–{v} tube takes {w} seconds.",
-             _LABS, True),
-    Scenario("exam_rooms", "graph_coloring",
-             "A school schedules exams; two exams that share a student cannot run in the same slot. {edges} "
-             "What is the smallest number of time slots needed?", "Exams {u} and {v} share a student.", _LABS),
-    Scenario("radio", "graph_coloring",
-             "Radio towers that are close interfere unless they use different frequencies. {edges} How many "
-             "frequencies are needed at least?", "Towers {u} and {v} are close.", _CITIES),
-    Scenario("sales_tour", "tsp",
-             "A sales representative visits every city exactly once and returns home to {start}. {edges} What is "
-             "the length of the shortest such round trip?", "{u} and {v} are {w} km apart.", _CITIES, True),
-    Scenario("museum_tour", "tsp",
-             "A guide leads a tour through every gallery once, starting and ending at {start}. {edges} What is the "
-             "shortest total walking time?", "Walking between {u} and {v} takes {w} minutes.", _LABS, True),
-    Scenario("cameras", "vertex_cover",
-             "Cameras placed at street corners watch every street that touches their corner. {edges} What is the "
-             "smallest number of cameras that watches every street?", "A street joins {u} and {v}.", _CITIES),
-    Scenario("mentors", "vertex_cover",
-             "Every collaboration must include at least one mentor. {edges} What is the smallest number of people "
-             "who must be mentors?", "{u} collaborates with {v}.", _PEOPLE),
-    Scenario("rumour", "bfs",
-             "A rumour spreads through friendships, starting with {source}; friends are told in alphabetical order "
-             "of their names. {edges} In what order does the rumour reach people (breadth-first)?",
-             "{u} and {v} are friends.", _PEOPLE),
-    Scenario("outbreak", "bfs",
-             "Contact tracing starts at {source} and explores contacts breadth-first, neighbours in alphabetical "
-             "order. {edges} List the order in which places are visited.", "{u} and {v} had contact.", _CITIES),
-    Scenario("influencer", "centrality",
-             "In a social network, {edges} Who has the most connections (highest degree centrality)?",
-             "{u} follows {v}.", _PEOPLE),
-    Scenario("hub_airport", "centrality",
-             "Airlines fly direct routes. {edges} Which airport is the best connected (highest degree "
-             "centrality)?", "There is a direct route between {u} and {v}.", _CITIES),
+    Scenario(
+        "courier",
+        "shortest_path",
+        "A courier company runs roads between depots. {edges} What is the shortest total driving time "
+        "from {source} to {target}?",
+        "The road between {u} and {v} takes {w} minutes.",
+        _CITIES,
+        True,
+    ),
+    Scenario(
+        "hospital_transfer",
+        "shortest_path",
+        "Samples move between hospital labs through pneumatic tubes. {edges} What is the minimum transfer "
+        "time for a sample from the {source} lab to the {target} lab?",
+        "The {u}–{v} tube takes {w} seconds.",
+        _LABS,
+        True,
+    ),
+    Scenario(
+        "exam_rooms",
+        "graph_coloring",
+        "A school schedules exams; two exams that share a student cannot run in the same slot. {edges} "
+        "What is the smallest number of time slots needed?",
+        "Exams {u} and {v} share a student.",
+        _LABS,
+    ),
+    Scenario(
+        "radio",
+        "graph_coloring",
+        "Radio towers that are close interfere unless they use different frequencies. {edges} How many "
+        "frequencies are needed at least?",
+        "Towers {u} and {v} are close.",
+        _CITIES,
+    ),
+    Scenario(
+        "sales_tour",
+        "tsp",
+        "A sales representative visits every city exactly once and returns home to {start}. {edges} What is "
+        "the length of the shortest such round trip?",
+        "{u} and {v} are {w} km apart.",
+        _CITIES,
+        True,
+    ),
+    Scenario(
+        "museum_tour",
+        "tsp",
+        "A guide leads a tour through every gallery once, starting and ending at {start}. {edges} What is the "
+        "shortest total walking time?",
+        "Walking between {u} and {v} takes {w} minutes.",
+        _LABS,
+        True,
+    ),
+    Scenario(
+        "cameras",
+        "vertex_cover",
+        "Cameras placed at street corners watch every street that touches their corner. {edges} What is the "
+        "smallest number of cameras that watches every street?",
+        "A street joins {u} and {v}.",
+        _CITIES,
+    ),
+    Scenario(
+        "mentors",
+        "vertex_cover",
+        "Every collaboration must include at least one mentor. {edges} What is the smallest number of people "
+        "who must be mentors?",
+        "{u} collaborates with {v}.",
+        _PEOPLE,
+    ),
+    Scenario(
+        "rumour",
+        "bfs",
+        "A rumour spreads through friendships, starting with {source}; friends are told in alphabetical order "
+        "of their names. {edges} In what order does the rumour reach people (breadth-first)?",
+        "{u} and {v} are friends.",
+        _PEOPLE,
+    ),
+    Scenario(
+        "outbreak",
+        "bfs",
+        "Contact tracing starts at {source} and explores contacts breadth-first, neighbours in alphabetical "
+        "order. {edges} List the order in which places are visited.",
+        "{u} and {v} had contact.",
+        _CITIES,
+    ),
+    Scenario(
+        "influencer",
+        "centrality",
+        "In a social network, {edges} Who has the most connections (highest degree centrality)?",
+        "{u} follows {v}.",
+        _PEOPLE,
+    ),
+    Scenario(
+        "hub_airport",
+        "centrality",
+        "Airlines fly direct routes. {edges} Which airport is the best connected (highest degree centrality)?",
+        "There is a direct route between {u} and {v}.",
+        _CITIES,
+    ),
     # a third and fourth phrasing per task (GRAIN Table 8-style real-world framings)
-    Scenario("power_grid", "shortest_path",
-             "A utility maps its power lines between substations; each line has a loss in kilowatts. {edges} What "
-             "is the smallest total loss on a route from {source} to {target}?", "The {u}–{v} line loses {w} kW.",
-             _CITIES, True),
-    Scenario("hiking", "shortest_path",
-             "Trails connect mountain huts. {edges} How many hours does the quickest hike from {source} to "
-             "{target} take?", "The trail from {u} to {v} takes {w} hours.", _PEOPLE, True),
-    Scenario("lab_shifts", "graph_coloring",
-             "Lab instruments that share a power circuit cannot run in the same shift. {edges} What is the "
-             "minimum number of shifts?", "The {u} and {v} instruments share a circuit.", _LABS),
-    Scenario("seating", "graph_coloring",
-             "Guests who dislike each other must sit at different tables. {edges} How many tables are needed at "
-             "least?", "{u} dislikes {v}.", _PEOPLE),
-    Scenario("drone_delivery", "tsp",
-             "A drone leaves {start}, visits every drop point exactly once and returns. {edges} What is the "
-             "shortest total flight time?", "Flying between {u} and {v} takes {w} minutes.", _CITIES, True),
-    Scenario("inspection", "tsp",
-             "An inspector starts at the {start} lab, inspects every lab once and comes back. {edges} What is the "
-             "shortest total walking distance?", "The {u} and {v} labs are {w} hundred metres apart.", _LABS, True),
-    Scenario("firewalls", "vertex_cover",
-             "Every network link must have a firewall on at least one of its two servers. {edges} What is the "
-             "fewest servers that need a firewall?", "Server {u} links to server {v}.", _LABS),
-    Scenario("guards", "vertex_cover",
-             "A museum places guards in rooms; a guard watches every doorway of its room. {edges} What is the "
-             "fewest guards that watch every doorway?", "A doorway joins rooms {u} and {v}.", _CITIES),
-    Scenario("citation_crawl", "bfs",
-             "A crawler starts at {source} and follows links breadth-first, neighbours in alphabetical order. "
-             "{edges} In what order are the pages visited?", "Pages {u} and {v} link to each other.", _LABS),
-    Scenario("phone_tree", "bfs",
-             "A phone tree starts with {source}; each person calls their contacts in alphabetical order, breadth "
-             "first. {edges} In what order are people reached?", "{u} and {v} have each other's number.", _PEOPLE),
-    Scenario("gene_hub", "centrality",
-             "In a protein interaction network, {edges} Which protein has the most interactions (highest "
-             "degree centrality)?", "{u} interacts with {v}.", _LABS),
-    Scenario("club", "centrality",
-             "In a sports club, {edges} Who has played the most different partners (highest degree "
-             "centrality)?", "{u} has played with {v}.", _PEOPLE),
+    Scenario(
+        "power_grid",
+        "shortest_path",
+        "A utility maps its power lines between substations; each line has a loss in kilowatts. {edges} What "
+        "is the smallest total loss on a route from {source} to {target}?",
+        "The {u}–{v} line loses {w} kW.",
+        _CITIES,
+        True,
+    ),
+    Scenario(
+        "hiking",
+        "shortest_path",
+        "Trails connect mountain huts. {edges} How many hours does the quickest hike from {source} to {target} take?",
+        "The trail from {u} to {v} takes {w} hours.",
+        _PEOPLE,
+        True,
+    ),
+    Scenario(
+        "lab_shifts",
+        "graph_coloring",
+        "Lab instruments that share a power circuit cannot run in the same shift. {edges} What is the "
+        "minimum number of shifts?",
+        "The {u} and {v} instruments share a circuit.",
+        _LABS,
+    ),
+    Scenario(
+        "seating",
+        "graph_coloring",
+        "Guests who dislike each other must sit at different tables. {edges} How many tables are needed at least?",
+        "{u} dislikes {v}.",
+        _PEOPLE,
+    ),
+    Scenario(
+        "drone_delivery",
+        "tsp",
+        "A drone leaves {start}, visits every drop point exactly once and returns. {edges} What is the "
+        "shortest total flight time?",
+        "Flying between {u} and {v} takes {w} minutes.",
+        _CITIES,
+        True,
+    ),
+    Scenario(
+        "inspection",
+        "tsp",
+        "An inspector starts at the {start} lab, inspects every lab once and comes back. {edges} What is the "
+        "shortest total walking distance?",
+        "The {u} and {v} labs are {w} hundred metres apart.",
+        _LABS,
+        True,
+    ),
+    Scenario(
+        "firewalls",
+        "vertex_cover",
+        "Every network link must have a firewall on at least one of its two servers. {edges} What is the "
+        "fewest servers that need a firewall?",
+        "Server {u} links to server {v}.",
+        _LABS,
+    ),
+    Scenario(
+        "guards",
+        "vertex_cover",
+        "A museum places guards in rooms; a guard watches every doorway of its room. {edges} What is the "
+        "fewest guards that watch every doorway?",
+        "A doorway joins rooms {u} and {v}.",
+        _CITIES,
+    ),
+    Scenario(
+        "citation_crawl",
+        "bfs",
+        "A crawler starts at {source} and follows links breadth-first, neighbours in alphabetical order. "
+        "{edges} In what order are the pages visited?",
+        "Pages {u} and {v} link to each other.",
+        _LABS,
+    ),
+    Scenario(
+        "phone_tree",
+        "bfs",
+        "A phone tree starts with {source}; each person calls their contacts in alphabetical order, breadth "
+        "first. {edges} In what order are people reached?",
+        "{u} and {v} have each other's number.",
+        _PEOPLE,
+    ),
+    Scenario(
+        "gene_hub",
+        "centrality",
+        "In a protein interaction network, {edges} Which protein has the most interactions (highest "
+        "degree centrality)?",
+        "{u} interacts with {v}.",
+        _LABS,
+    ),
+    Scenario(
+        "club",
+        "centrality",
+        "In a sports club, {edges} Who has played the most different partners (highest degree centrality)?",
+        "{u} has played with {v}.",
+        _PEOPLE,
+    ),
 )
 
 
@@ -237,9 +449,11 @@ def build_item(scenario: Scenario, naming: str, n_nodes: int, seed: int) -> Grit
         params = {"start": names[pick[0]]}
     elif scenario.task == "centrality":
         params = {"kind": "degree"}
-    gold_ir = {"problem_type": scenario.task,
-               "graph": {"type": "adjacency_list", "data": data, "directed": False, "weighted": scenario.weighted},
-               "parameters": params}
+    gold_ir = {
+        "problem_type": scenario.task,
+        "graph": {"type": "adjacency_list", "data": data, "directed": False, "weighted": scenario.weighted},
+        "parameters": params,
+    }
     ir = parse_graph_ir(json.dumps(gold_ir))
     result = solve(ir)  # type: ignore[arg-type]  # the generator only builds valid IR
     if result.status != "ok" or result.answer is None:
@@ -247,12 +461,28 @@ def build_item(scenario: Scenario, naming: str, n_nodes: int, seed: int) -> Grit
     answer, answer_type = _render_answer(scenario.task, asdict(result.answer))
     text_edges = " ".join(scenario.edge.format(u=names[u], v=names[v], w=w) for u, v, w in edges)
     question = scenario.text.format(edges=text_edges, **params)
-    return GritItem(f"{scenario.name}-{naming}-{n_nodes}-{seed}", scenario.task, scenario.name, naming, n_nodes,
-                    seed, question, answer, answer_type, gold_ir)
+    return GritItem(
+        f"{scenario.name}-{naming}-{n_nodes}-{seed}",
+        scenario.task,
+        scenario.name,
+        naming,
+        n_nodes,
+        seed,
+        question,
+        answer,
+        answer_type,
+        gold_ir,
+    )
 
 
-def generate_items(count: int, *, sizes: tuple[int, int] = (10, 40), scenarios: Sequence[Scenario] = SCENARIOS,
-                   namings: Sequence[str] = NAMINGS, seed: int = 0) -> list[GritItem]:
+def generate_items(
+    count: int,
+    *,
+    sizes: tuple[int, int] = (10, 40),
+    scenarios: Sequence[Scenario] = SCENARIOS,
+    namings: Sequence[str] = NAMINGS,
+    seed: int = 0,
+) -> list[GritItem]:
     """``count`` items, round-robin over scenarios × namings, sizes uniform in ``sizes`` (inclusive)."""
     rng = random.Random(seed)
     combos = [(s, nm) for s in scenarios for nm in namings]
@@ -266,7 +496,7 @@ def generate_items(count: int, *, sizes: tuple[int, int] = (10, 40), scenarios: 
 
 @dataclass(frozen=True)
 class GritConfig:
-    """The GRIT-style splits (SPEC §8, GRAIN's GRIT): ``train`` and ``test`` share scenarios
+    """The GRIT-style splits (GRAIN's GRIT): ``train`` and ``test`` share scenarios
     (different graphs) with ``sizes`` nodes; ``large`` uses the same scenarios on ``large_sizes``
     nodes (larger-graph generalisation); ``ood`` uses only ``ood_scenarios`` (one per task), which
     training never sees. Defaults are GRIT's 10–40 / 40–60 nodes; the CPU demo configures smaller
@@ -309,8 +539,35 @@ def build_splits(config: GritConfig = GritConfig()) -> list[dict[str, Any]]:
     ood = [s for s in SCENARIOS if s.name in config.ood_scenarios]
     rows = []
     for split, count, scenarios, sizes, offset in (
-            ("train", config.train, ind, config.sizes, 0), ("test", config.test, ind, config.sizes, 1),
-            ("ood", config.ood, ood, config.sizes, 2), ("large", config.large, ind, config.large_sizes, 3)):
+        ("train", config.train, ind, config.sizes, 0),
+        ("test", config.test, ind, config.sizes, 1),
+        ("ood", config.ood, ood, config.sizes, 2),
+        ("large", config.large, ind, config.large_sizes, 3),
+    ):
         items = generate_items(count, sizes=sizes, scenarios=scenarios, seed=config.seed * 4 + offset)
         rows += [it.to_row(split) for it in items]
     return rows
+
+
+def build_grit_tasks(inputs: Mapping[str, Artifact], config: GritConfig, out_dir: Path, ctx: BuildContext) -> Artifact:
+    """The ``grit_tasks`` layer: :func:`build_splits` as ``tasks.parquet``; the summary counts
+    items per split / task and per naming scheme and keeps a few for a preview."""
+    rows = build_splits(config)
+    path = write_parquet(rows, out_dir / "tasks.parquet")
+    by_split_task = Counter(f"{r['split']} / {r['task']}" for r in rows)
+    preview = [{k: r[k] for k in ("split", "task", "naming", "question", "answer")} for r in rows[:8]]
+    return GRIT_TASKS.artifact(
+        inputs,
+        config,
+        ctx,
+        path=path,
+        counts={"items": len(rows)},
+        summary={
+            "by_split_task": dict(by_split_task),
+            "by_naming": dict(Counter(r["naming"] for r in rows)),
+            "preview": preview,
+        },
+    )
+
+
+GRIT_TASKS: Final = Layer("grit_tasks", build_grit_tasks, asdict)

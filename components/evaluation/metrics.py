@@ -1,5 +1,5 @@
-"""Evaluation metrics over per-question records (SPEC §8), with bootstrap confidence intervals
-over seeds.
+"""Evaluation metrics over per-question records, with bootstrap confidence intervals
+over seeds (the metrics: docs/methods.md, "Evaluation metrics").
 
 A record (:class:`EvalRecord`) is one question answered by one system under one seed: the
 answer, the gold answer, the trajectory statistics (VF, valid calls, halt, truncation, EH), the
@@ -59,8 +59,11 @@ class EvalRecord:
 
     def __post_init__(self) -> None:
         if not self.metrics:
-            self.metrics = answer_metrics(self.answer, self.gold, self.answer_type) if self.answer is not None \
+            self.metrics = (
+                answer_metrics(self.answer, self.gold, self.answer_type)
+                if self.answer is not None
                 else {"f1": 0.0, "em": 0.0, "raw_em": 0.0, "rouge_l": 0.0}
+            )
 
     @property
     def outcome(self) -> str:
@@ -100,8 +103,14 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def bootstrap_ci(records: Sequence[EvalRecord], stat: Callable[[Sequence[EvalRecord]], float | None], *,
-                 draws: int = 1000, level: float = 0.95, seed: int = 0) -> tuple[float | None, float | None]:
+def bootstrap_ci(
+    records: Sequence[EvalRecord],
+    stat: Callable[[Sequence[EvalRecord]], float | None],
+    *,
+    draws: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float | None, float | None]:
     """Two-level percentile bootstrap of ``stat``: resample seeds with replacement, then each drawn
     seed's questions with replacement. ``(None, None)`` when ``stat`` is undefined throughout."""
     by_seed: dict[int, list[EvalRecord]] = defaultdict(list)

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from components.graph.jsonl import JsonlFileError, read_jsonl
+from components.store.fingerprint import read_parquet
 
-__all__ = ["QuestionFileError", "load_questions"]
+__all__ = ["QuestionFileError", "load_questions", "split_questions"]
 
 _LEVELS = {"easy": "easy", "medium": "medium", "hard": "hard"}
 
@@ -60,6 +61,31 @@ def _row(n: int, obj: dict[str, Any], errors: list[str]) -> dict[str, Any] | Non
         return None
     answer = "; ".join(map(str, a)) if isinstance(a, list) else str(a)
     level = str(obj.get("level", "")).lower()
-    return {"id": str(obj.get("qid", obj.get("id", n))), "question": q.strip(), "answer": answer,
-            "answer_type": obj.get("answer_type") or ("set" if isinstance(a, list) else None),
-            "level": _LEVELS.get(level, level or None), "qtype": obj.get("type")}
+    return {
+        "id": str(obj.get("qid", obj.get("id", n))),
+        "question": q.strip(),
+        "answer": answer,
+        "answer_type": obj.get("answer_type") or ("set" if isinstance(a, list) else None),
+        "level": _LEVELS.get(level, level or None),
+        "qtype": obj.get("type"),
+    }
+
+
+def split_questions(
+    curriculum_path: str | Path, certified_path: str | Path | None = None, split: str = "test"
+) -> list[dict[str, Any]]:
+    """The rows of one split of a curriculum table, in its stored order, each with its
+    question type (``qtype``: the quizzer's ``question_pattern`` axis, from the certified table
+    when given) for the report's breakdown."""
+    import json
+
+    axes = (
+        {r["id"]: json.loads(r.get("axes_json") or "{}") for r in read_parquet(certified_path)}
+        if certified_path
+        else {}
+    )
+    return [
+        {**r, "qtype": axes.get(r["id"], {}).get("question_pattern")}
+        for r in read_parquet(curriculum_path)
+        if r["split"] == split
+    ]

@@ -15,10 +15,28 @@ from typing import Any
 
 from components.evaluation.metrics import OUTCOMES
 
-__all__ = ["fmt_num", "grit_tables", "html_page", "main_table", "markdown_report", "md_table", "write_grit_report", "write_report"]
+__all__ = [
+    "fmt_num",
+    "grit_tables",
+    "html_page",
+    "main_table",
+    "markdown_report",
+    "md_table",
+    "relative_files",
+    "write_grit_report",
+    "write_report",
+]
 
-_COLUMNS = (("f1", "F1"), ("em", "EM"), ("raw_em", "raw EM"), ("rouge_l", "ROUGE-L"), ("judge", "judge"), ("eh", "EH"),
-            ("vf", "VF"), ("vc", "VC"))
+_COLUMNS = (
+    ("f1", "F1"),
+    ("em", "EM"),
+    ("raw_em", "raw EM"),
+    ("rouge_l", "ROUGE-L"),
+    ("judge", "judge"),
+    ("eh", "EH"),
+    ("vf", "VF"),
+    ("vc", "VC"),
+)
 
 
 def fmt_num(v: Any, digits: int = 3) -> str:
@@ -67,23 +85,45 @@ def _breakdown_rows(report: Mapping[str, Any], field: str) -> list[dict[str, str
         if not s["available"]:
             continue
         for group, sm in s[field].items():
-            rows.append({"system": name, field.removeprefix("by_"): group, "n": str(sm["records"]),
-                         "F1": fmt_num(sm["f1"]), "EM": fmt_num(sm["em"]), "judge": fmt_num(sm["judge"]), "EH": fmt_num(sm["eh"]),
-                         "VF": fmt_num(sm["vf"])})
+            rows.append(
+                {
+                    "system": name,
+                    field.removeprefix("by_"): group,
+                    "n": str(sm["records"]),
+                    "F1": fmt_num(sm["f1"]),
+                    "EM": fmt_num(sm["em"]),
+                    "judge": fmt_num(sm["judge"]),
+                    "EH": fmt_num(sm["eh"]),
+                    "VF": fmt_num(sm["vf"]),
+                }
+            )
     return rows
 
 
 def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, str] | None = None) -> str:
-    parts = [f"# {title}", "",
-             f"- Questions: {len(report['order'])} (order fixed: {', '.join(report['order'][:12])}"
-             f"{' …' if len(report['order']) > 12 else ''}); seeds {report['seeds']}",
-             f"- Decoding: {json.dumps(report['decoding'])}",
-             f"- Judge model: `{report['judge_model']}` (yes/no correctness prompt)",
-             f"- Normalisation: {report['normalisation']}",
-             "- Brackets: 95 % two-level bootstrap CI (seeds, then questions).", "",
-             "## Systems side by side", "", md_table(main_table(report)), "",
-             "## By difficulty level", "", md_table(_breakdown_rows(report, "by_level")) or "(none)", "",
-             "## By question type", "", md_table(_breakdown_rows(report, "by_type")) or "(none)", ""]
+    parts = [
+        f"# {title}",
+        "",
+        f"- Questions: {len(report['order'])} (order fixed: {', '.join(report['order'][:12])}"
+        f"{' …' if len(report['order']) > 12 else ''}); seeds {report['seeds']}",
+        f"- Decoding: {json.dumps(report['decoding'])}",
+        f"- Judge model: `{report['judge_model']}` (yes/no correctness prompt)",
+        f"- Normalisation: {report['normalisation']}",
+        "- Brackets: 95 % two-level bootstrap CI (seeds, then questions).",
+        "",
+        "## Systems side by side",
+        "",
+        md_table(main_table(report)),
+        "",
+        "## By difficulty level",
+        "",
+        md_table(_breakdown_rows(report, "by_level")) or "(none)",
+        "",
+        "## By question type",
+        "",
+        md_table(_breakdown_rows(report, "by_type")) or "(none)",
+        "",
+    ]
     for name, path in (plots or {}).items():
         parts += [f"![{name}]({Path(path).name})", ""]
     return "\n".join(parts)
@@ -105,8 +145,10 @@ def _plots(report: Mapping[str, Any], folder: Path) -> dict[str, str]:
     for i, (key, label) in enumerate((("f1", "F1"), ("em", "EM"), ("judge", "judge"))):
         vals = [avail[n][key] or 0.0 for n in names]
         cis = [avail[n].get(f"{key}_ci") or (None, None) for n in names]
-        err = [[max(0.0, v - (c[0] if c[0] is not None else v)) for v, c in zip(vals, cis, strict=True)],
-               [max(0.0, (c[1] if c[1] is not None else v) - v) for v, c in zip(vals, cis, strict=True)]]
+        err = [
+            [max(0.0, v - (c[0] if c[0] is not None else v)) for v, c in zip(vals, cis, strict=True)],
+            [max(0.0, (c[1] if c[1] is not None else v) - v) for v, c in zip(vals, cis, strict=True)],
+        ]
         ax.bar([x + (i - 1) * width for x in range(len(names))], vals, width, yerr=err, capsize=3, label=label)
     ax.set_xticks(range(len(names)), names, rotation=20, ha="right")
     ax.set_ylim(0, 1)
@@ -135,7 +177,13 @@ def _plots(report: Mapping[str, Any], folder: Path) -> dict[str, str]:
     return out
 
 
-def html_page(markdown: str, plots: Mapping[str, str], title: str, tables: Sequence[tuple[str, list[dict[str, str]]]]) -> str:
+def _base64(path: str) -> str:
+    return base64.b64encode(Path(path).read_bytes()).decode()
+
+
+def html_page(
+    markdown: str, plots: Mapping[str, str], title: str, tables: Sequence[tuple[str, list[dict[str, str]]]]
+) -> str:
     def table(rows: list[dict[str, str]]) -> str:
         if not rows:
             return "<p>(none)</p>"
@@ -143,19 +191,27 @@ def html_page(markdown: str, plots: Mapping[str, str], title: str, tables: Seque
         for r in rows:
             cols += [c for c in r if c not in cols]
         head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>" for r in rows
+        )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
     intro = [line[2:] for line in markdown.splitlines() if line.startswith("- ")]
     imgs = "".join(
-        f'<figure><img alt="{html.escape(n)}" src="data:image/png;base64,{base64.b64encode(Path(p).read_bytes()).decode()}">'
-        f"<figcaption>{html.escape(n)}</figcaption></figure>" for n, p in plots.items())
+        f'<figure><img alt="{html.escape(n)}" src="data:image/png;base64,{_base64(p)}">'
+        f"<figcaption>{html.escape(n)}</figcaption></figure>"
+        for n, p in plots.items()
+    )
     sections = "".join(f"<h2>{html.escape(t)}</h2>{table(rows)}" for t, rows in tables)
-    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
-             "td,th{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}figure{display:inline-block}")
+    style = (
+        "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
+        "td,th{border:1px solid #ccc;padding:3px 6px}th{background:#f3f3f3}figure{display:inline-block}"
+    )
     items = "".join(f"<li>{html.escape(i)}</li>" for i in intro)
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style>"
-            f"</head><body><h1>{html.escape(title)}</h1><ul>{items}</ul>{sections}{imgs}</body></html>")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1><ul>{items}</ul>{sections}{imgs}</body></html>"
+    )
 
 
 def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[str, str]:
@@ -165,11 +221,24 @@ def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[st
     plots = _plots(report, folder)
     md = markdown_report(report, title, plots)
     (folder / "report.md").write_text(md)
-    tables = [("Systems side by side", main_table(report)), ("By difficulty level", _breakdown_rows(report, "by_level")),
-              ("By question type", _breakdown_rows(report, "by_type"))]
+    tables = [
+        ("Systems side by side", main_table(report)),
+        ("By difficulty level", _breakdown_rows(report, "by_level")),
+        ("By question type", _breakdown_rows(report, "by_type")),
+    ]
     (folder / "report.html").write_text(html_page(md, plots, title, tables))
-    return {"json": str(folder / "report.json"), "markdown": str(folder / "report.md"),
-            "html": str(folder / "report.html"), **plots}
+    return {
+        "json": str(folder / "report.json"),
+        "markdown": str(folder / "report.md"),
+        "html": str(folder / "report.html"),
+        **plots,
+    }
+
+
+def relative_files(files: Mapping[str, str], folder: Path) -> dict[str, str]:
+    """The report files ``write_*`` returned, as names relative to their ``folder`` (an
+    artifact's summary outlives the staging folder they were written in)."""
+    return {k: Path(v).relative_to(folder).as_posix() for k, v in files.items()}
 
 
 def _ci_cell(m: Mapping[str, Any] | None) -> str:
@@ -183,20 +252,36 @@ def grit_tables(summaries: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, l
     """The GRIT report's tables: overview, per task, per naming scheme."""
     overview, tasks, namings = [], [], []
     for name, s in summaries.items():
-        overview.append({"system": name, "accuracy (test)": _ci_cell(s["accuracy_id"]),
-                         "accuracy (OOD scenarios)": _ci_cell(s["accuracy_ood"]), "ID − OOD gap": fmt_num(s["ood_gap"]),
-                         "accuracy (large)": _ci_cell(s.get("accuracy_large")),
-                         "variance across namings": fmt_num(s["naming_variance"], 4), "VF": fmt_num(s["valid_format"]),
-                         "node-F1": _ci_cell(s["structure"]["node_f1"]), "edge-F1": _ci_cell(s["structure"]["edge_f1"]),
-                         "exact": _ci_cell(s["structure"]["exact"]), "tokens/item": fmt_num(s["tokens_per_item"], 1)})
+        overview.append(
+            {
+                "system": name,
+                "accuracy (test)": _ci_cell(s["accuracy_id"]),
+                "accuracy (OOD scenarios)": _ci_cell(s["accuracy_ood"]),
+                "ID − OOD gap": fmt_num(s["ood_gap"]),
+                "accuracy (large)": _ci_cell(s.get("accuracy_large")),
+                "variance across namings": fmt_num(s["naming_variance"], 4),
+                "VF": fmt_num(s["valid_format"]),
+                "node-F1": _ci_cell(s["structure"]["node_f1"]),
+                "edge-F1": _ci_cell(s["structure"]["edge_f1"]),
+                "exact": _ci_cell(s["structure"]["exact"]),
+                "tokens/item": fmt_num(s["tokens_per_item"], 1),
+            }
+        )
         tasks += [{"system": name, "task": t, "accuracy": _ci_cell(v)} for t, v in s["by_task"].items()]
         namings += [{"system": name, "naming": n, "accuracy": _ci_cell(v)} for n, v in s["by_naming"].items()]
-    return [("Overview", overview), ("Accuracy per task (test split)", tasks),
-            ("Accuracy per naming scheme (test split)", namings)]
+    return [
+        ("Overview", overview),
+        ("Accuracy per task (test split)", tasks),
+        ("Accuracy per naming scheme (test split)", namings),
+    ]
 
 
-def write_grit_report(summaries: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any], folder: Path,
-                      records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def write_grit_report(
+    summaries: Mapping[str, Mapping[str, Any]],
+    meta: Mapping[str, Any],
+    folder: Path,
+    records: Sequence[Mapping[str, Any]],
+) -> dict[str, str]:
     """``report.json`` / ``.md`` / ``.html`` (+ a per-naming accuracy plot) of a GRIT evaluation."""
     import matplotlib
 
@@ -204,8 +289,9 @@ def write_grit_report(summaries: Mapping[str, Mapping[str, Any]], meta: Mapping[
     import matplotlib.pyplot as plt
 
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "report.json").write_text(json.dumps({"summaries": summaries, "meta": meta, "records": list(records)},
-                                                   indent=1, default=str))
+    (folder / "report.json").write_text(
+        json.dumps({"summaries": summaries, "meta": meta, "records": list(records)}, indent=1, default=str)
+    )
     tables = grit_tables(summaries)
     fig, ax = plt.subplots(figsize=(6, 3))
     names = list(summaries)
@@ -223,10 +309,22 @@ def write_grit_report(summaries: Mapping[str, Mapping[str, Any]], meta: Mapping[
     fig.savefig(plot, dpi=90)
     plt.close(fig)
     title = "graphdojo GRIT-style evaluation"
-    md = "\n".join([f"# {title}", "", *[f"- {k}: {v}" for k, v in meta.items()], "",
-                    *[part for t, rows in tables for part in (f"## {t}", "", md_table(rows), "")],
-                    f"![namings]({plot.name})", ""])
+    md = "\n".join(
+        [
+            f"# {title}",
+            "",
+            *[f"- {k}: {v}" for k, v in meta.items()],
+            "",
+            *[part for t, rows in tables for part in (f"## {t}", "", md_table(rows), "")],
+            f"![namings]({plot.name})",
+            "",
+        ]
+    )
     (folder / "report.md").write_text(md)
     (folder / "report.html").write_text(html_page(md, {"accuracy per naming": str(plot)}, title, tables))
-    return {"json": str(folder / "report.json"), "markdown": str(folder / "report.md"),
-            "html": str(folder / "report.html"), "namings": str(plot)}
+    return {
+        "json": str(folder / "report.json"),
+        "markdown": str(folder / "report.md"),
+        "html": str(folder / "report.html"),
+        "namings": str(plot),
+    }

@@ -20,16 +20,32 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from components.evaluation.agents import EvalConfig, LLMJudge, graphrag_records, tool_agent_records
 from components.evaluation.metrics import EvalRecord, breakdown, summarize
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.training.checkpoint import TrainConfig
 
-__all__ = ["KINDS", "NORMALISATION", "SystemSpec", "evaluate_systems"]
+__all__ = [
+    "EVAL_REPORTS",
+    "KINDS",
+    "NORMALISATION",
+    "EvalPlan",
+    "SystemSpec",
+    "build_eval_reports",
+    "eval_systems",
+    "evaluate_systems",
+    "judge_dir",
+    "report_summary",
+]
 
 KINDS: Final = ("python_cypher", "graph_cot", "graphrag")
-NORMALISATION: Final = ("SQuAD normalisation for F1 / EM / the judge's inputs (lower-case, drop punctuation and "
-                        "articles, collapse spaces); set answers compared as sets; raw EM compares strings as given")
+NORMALISATION: Final = (
+    "SQuAD normalisation for F1 / EM / the judge's inputs (lower-case, drop punctuation and "
+    "articles, collapse spaces); set answers compared as sets; raw EM compares strings as given"
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +63,9 @@ class SystemSpec:
             raise ValueError(f"unknown system kind {self.kind!r}; known: {KINDS}")
 
 
-def _run_system(spec: SystemSpec, rows: Sequence[Mapping[str, Any]], db_location: str, config: EvalConfig,
-                graph: dict[str, Any]) -> list[EvalRecord]:
+def _run_system(
+    spec: SystemSpec, rows: Sequence[Mapping[str, Any]], db_location: str, config: EvalConfig, graph: dict[str, Any]
+) -> list[EvalRecord]:
     from components.llm.transformers_backend import TransformersBackend
     from components.rollout.runner import CODE_STOPS, STOPS
     from components.tools.cot_env import GraphCoTEnvironment
@@ -61,15 +78,28 @@ def _run_system(spec: SystemSpec, rows: Sequence[Mapping[str, Any]], db_location
                 return tool_agent_records(spec.name, llm, make_env, rows, config, stops=CODE_STOPS)
         api = graph["api"]()
         if spec.kind == "graph_cot":
-            return tool_agent_records(spec.name, llm, lambda: GraphCoTEnvironment(api, max_rounds=max(1, config.max_turns - 1)),
-                                      rows, config, stops=STOPS)
+            return tool_agent_records(
+                spec.name,
+                llm,
+                lambda: GraphCoTEnvironment(api, max_rounds=max(1, config.max_turns - 1)),
+                rows,
+                config,
+                stops=STOPS,
+            )
         return graphrag_records(llm, api, rows, config, system=spec.name)
     finally:
         llm.close()
 
 
-def evaluate_systems(systems: Sequence[SystemSpec], rows: Sequence[Mapping[str, Any]], db_location: str,
-                     config: EvalConfig, *, judge_model_dir: str | None, progress: Any = None) -> dict[str, Any]:
+def evaluate_systems(
+    systems: Sequence[SystemSpec],
+    rows: Sequence[Mapping[str, Any]],
+    db_location: str,
+    config: EvalConfig,
+    *,
+    judge_model_dir: str | None,
+    progress: Any = None,
+) -> dict[str, Any]:
     """The report dict (see the module docstring): ``systems`` (summary + breakdowns per system,
     or ``available: False`` with the note), ``records`` (every per-question record), the fixed
     question order, seeds, decoding, judge model and normalisation."""
@@ -116,9 +146,17 @@ def evaluate_systems(systems: Sequence[SystemSpec], rows: Sequence[Mapping[str, 
             out_systems[spec.name] = {"available": False, "note": spec.note, "kind": spec.kind, "method": spec.method}
             continue
         recs = [r for r in records if r.system == spec.name]
-        out_systems[spec.name] = {"available": True, "kind": spec.kind, "method": spec.method, "model": spec.model_dir,
-                                  "note": spec.note, "summary": summarize(recs), "by_level": breakdown(recs, "level"),
-                                  "by_type": breakdown(recs, "qtype"), "wall_s": wall[spec.name]}
+        out_systems[spec.name] = {
+            "available": True,
+            "kind": spec.kind,
+            "method": spec.method,
+            "model": spec.model_dir,
+            "note": spec.note,
+            "summary": summarize(recs),
+            "by_level": breakdown(recs, "level"),
+            "by_type": breakdown(recs, "qtype"),
+            "wall_s": wall[spec.name],
+        }
     return {
         "systems": out_systems,
         "order": [str(r.get("id")) for r in rows],
@@ -128,3 +166,102 @@ def evaluate_systems(systems: Sequence[SystemSpec], rows: Sequence[Mapping[str, 
         "normalisation": NORMALISATION,
         "records": [r.to_dict() for r in records],
     }
+
+
+# -- the layer -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """An evaluation layer's config: how to evaluate, and the domain's training config (which
+    base model the "before training" rows use)."""
+
+    evaluate: EvalConfig
+    train: TrainConfig
+
+    def params(self) -> dict[str, Any]:
+        return {"config": vars(self.evaluate), "train": self.train.resolved()}
+
+
+def judge_dir(config: EvalConfig, data_root: Path) -> str:
+    """The judge model: the configured folder, else SmolLM2-135M-Instruct from its wheel."""
+    from components.llm.models import smollm2_hf_dir
+
+    return config.judge_model_dir or str(smollm2_hf_dir(data_root))
+
+
+def eval_systems(inputs: Mapping[str, Artifact], base_model: str) -> list[SystemSpec]:
+    """What a domain's evaluation compares, in report order: the base model three ways (its
+    sandbox, zero-shot Graph-CoT, GraphRAG), every trained stage, and each configured ablation.
+    The DPO stage counts only when it was trained on the current preference pairs."""
+    dpo, pairs, ablations = inputs["dancer_dpo"], inputs["pairs"], inputs["ablations"]
+    dpo_current = dpo.path is not None and pairs.fingerprint in dpo.parents
+    systems = [
+        SystemSpec("base (before training)", "python_cypher", base_model, "no training"),
+        SystemSpec("graph-cot zero-shot", "graph_cot", base_model, "Graph-CoT prompting, no examples"),
+        SystemSpec("graphrag", "graphrag", base_model, "2-hop neighbourhood of retrieved entities in one prompt"),
+        SystemSpec("sft-only", "python_cypher", str(inputs["checkpoint"].path), "SFT warm start"),
+        SystemSpec("graphcert-grpo", "python_cypher", str(inputs["graphcert"].path), "GraphCert GRPO"),
+        SystemSpec("graphdancer-rl", "python_cypher", str(inputs["dancer_rl"].path), "GraphDancer stage 1 (GRPO)"),
+        SystemSpec(
+            "graphdancer-rl→dpo",
+            "python_cypher",
+            str(dpo.path) if dpo_current else None,
+            "GraphDancer RL → DPO",
+            "" if dpo_current else "not trained: no preference pairs for the current stage-1 policy",
+        ),
+    ]
+    return systems + [
+        SystemSpec(
+            f"ablation: {a['name']}",
+            "python_cypher",
+            str(ablations.file(a["folder"])),
+            f"GraphCert GRPO, data {a['data']} ({a['items']} items), reward {a['reward']}",
+        )
+        for a in ablations.summary["ablations"]
+    ]
+
+
+def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir: Path) -> dict[str, Any]:
+    """An evaluation artifact's summary: its files (relative to the artifact's folder), the
+    side-by-side table, the question count, seeds and judge."""
+    from components.evaluation.report import main_table, relative_files
+
+    return {
+        "files": relative_files(files, out_dir),
+        "systems": main_table(report),
+        "questions": len(report["order"]),
+        "seeds": list(report["seeds"]),
+        "judge_model": report["judge_model"],
+    }
+
+
+def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: Path, ctx: BuildContext) -> Artifact:
+    """The ``eval_reports`` layer: :func:`evaluate_systems` of :func:`eval_systems` on the test
+    split of the ``curriculum`` input, on the ``snapshot`` graph; writes the report files."""
+    from components.evaluation.questions import split_questions
+    from components.evaluation.report import write_report
+    from components.training.checkpoint import base_model_dir
+
+    rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path))
+    systems = eval_systems(inputs, str(base_model_dir(plan.train, ctx.data_root)))
+    report = evaluate_systems(
+        systems,
+        rows,
+        str(inputs["snapshot"].path),
+        plan.evaluate,
+        judge_model_dir=judge_dir(plan.evaluate, ctx.data_root),
+        progress=lambda name, s: ctx.log(f"{name}: {s:.1f} s"),
+    )
+    files = write_report(report, out_dir, f"graphdojo evaluation — {ctx.domain}")
+    return EVAL_REPORTS.artifact(
+        inputs,
+        plan,
+        ctx,
+        path=out_dir,
+        counts={"records": len(report["records"])},
+        summary=report_summary(report, files, out_dir),
+    )
+
+
+EVAL_REPORTS: Final = Layer("eval_reports", build_eval_reports, EvalPlan.params)

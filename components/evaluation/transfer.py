@@ -1,4 +1,4 @@
-"""The train-domain × test-domain transfer matrix (SPEC §8): each domain's trained solver answers
+"""The train-domain × test-domain transfer matrix: each domain's trained solver answers
 every domain's held-out test questions on that domain's graph, in the Python + Cypher sandbox,
 with the same sampling as the per-domain reports.
 
@@ -11,17 +11,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from components.evaluation.agents import EvalConfig, tool_agent_records
 from components.evaluation.metrics import summarize
+from components.store.artifact import Artifact, BuildContext, Layer
 
-__all__ = ["transfer_matrix", "write_transfer_report"]
+__all__ = [
+    "TRANSFER_MATRIX",
+    "TransferPlan",
+    "build_transfer_matrix",
+    "transfer_inputs",
+    "transfer_matrix",
+    "write_transfer_report",
+]
 
 
-def transfer_matrix(models: Mapping[str, str], tests: Mapping[str, tuple[str, Sequence[Mapping[str, Any]]]],
-                    config: EvalConfig) -> dict[str, Any]:
+def transfer_matrix(
+    models: Mapping[str, str], tests: Mapping[str, tuple[str, Sequence[Mapping[str, Any]]]], config: EvalConfig
+) -> dict[str, Any]:
     """``models``: train domain → model folder; ``tests``: test domain → (graph location, rows)."""
     from components.llm.transformers_backend import TransformersBackend
     from components.rollout.runner import CODE_STOPS
@@ -37,11 +47,19 @@ def transfer_matrix(models: Mapping[str, str], tests: Mapping[str, tuple[str, Se
                     cells.append({"train": train_domain, "test": test_domain, "questions": 0})
                     continue
                 with python_cypher_envs(db, max_rounds=max(1, config.max_turns - 1)) as make_env:
-                    recs = tool_agent_records(f"{train_domain}→{test_domain}", llm, make_env, rows, config,
-                                              stops=CODE_STOPS)
+                    recs = tool_agent_records(
+                        f"{train_domain}→{test_domain}", llm, make_env, rows, config, stops=CODE_STOPS
+                    )
                 s = summarize(recs, draws=300)
-                cells.append({"train": train_domain, "test": test_domain, "questions": len(rows),
-                              **{k: s[k] for k in ("em", "f1", "vf")}, **{f"{k}_ci": s[f"{k}_ci"] for k in ("em", "f1")}})
+                cells.append(
+                    {
+                        "train": train_domain,
+                        "test": test_domain,
+                        "questions": len(rows),
+                        **{k: s[k] for k in ("em", "f1", "vf")},
+                        **{f"{k}_ci": s[f"{k}_ci"] for k in ("em", "f1")},
+                    }
+                )
         finally:
             llm.close()
     return {"domains_train": list(models), "domains_test": list(tests), "cells": cells, "decoding": vars(config)}
@@ -65,7 +83,11 @@ def write_transfer_report(matrix: Mapping[str, Any], folder: Path) -> dict[str, 
         for d in tests:
             c = cell.get((t, d), {})
             lo, hi = c.get("em_ci") or (None, None)
-            row[d] = "–" if c.get("em") is None else f"EM {fmt_num(c['em'])} [{fmt_num(lo, 2)}, {fmt_num(hi, 2)}] · F1 {fmt_num(c['f1'])}"
+            row[d] = (
+                "–"
+                if c.get("em") is None
+                else f"EM {fmt_num(c['em'])} [{fmt_num(lo, 2)}, {fmt_num(hi, 2)}] · F1 {fmt_num(c['f1'])}"
+            )
         rows.append(row)
     fig, ax = plt.subplots(figsize=(1.6 * len(tests) + 2, 1.2 * len(trains) + 1.5))
     grid = [[cell.get((t, d), {}).get("em") or 0.0 for d in tests] for t in trains]
@@ -84,10 +106,87 @@ def write_transfer_report(matrix: Mapping[str, Any], folder: Path) -> dict[str, 
     fig.savefig(plot, dpi=90)
     plt.close(fig)
     title = "graphdojo transfer matrix"
-    md = "\n".join([f"# {title}", "", f"- Decoding: {json.dumps(matrix['decoding'])}",
-                    "- Cells: EM [95 % CI] · F1 of the train domain's GraphCert checkpoint on the test domain's "
-                    "held-out questions and graph.", "", md_table(rows), "", f"![transfer]({plot.name})", ""])
+    md = "\n".join(
+        [
+            f"# {title}",
+            "",
+            f"- Decoding: {json.dumps(matrix['decoding'])}",
+            "- Cells: EM [95 % CI] · F1 of the train domain's GraphCert checkpoint on the test domain's "
+            "held-out questions and graph.",
+            "",
+            md_table(rows),
+            "",
+            f"![transfer]({plot.name})",
+            "",
+        ]
+    )
     (folder / "report.md").write_text(md)
     (folder / "report.html").write_text(html_page(md, {"transfer EM": str(plot)}, title, [("Train × test", rows)]))
-    return {"json": str(folder / "report.json"), "markdown": str(folder / "report.md"),
-            "html": str(folder / "report.html"), "heatmap": str(plot)}
+    return {
+        "json": str(folder / "report.json"),
+        "markdown": str(folder / "report.md"),
+        "html": str(folder / "report.html"),
+        "heatmap": str(plot),
+    }
+
+
+# -- the layer -------------------------------------------------------------------------------
+
+#: what the matrix reads of each domain: input-name suffix → the domain's layer
+TRANSFER_READS: Final = ("graphcert", "snapshot", "curriculum", "certified")
+
+
+def transfer_inputs(domain: str) -> dict[str, str]:
+    """Input names of one domain's artifacts in the transfer layer (``<domain>_<what>``)."""
+    return {what: f"{domain}_{what}" for what in TRANSFER_READS}
+
+
+@dataclass(frozen=True)
+class TransferPlan:
+    evaluate: EvalConfig
+    domains: tuple[str, ...]
+
+    def params(self) -> dict[str, Any]:
+        return {"config": vars(self.evaluate), "domains": list(self.domains)}
+
+
+def build_transfer_matrix(
+    inputs: Mapping[str, Artifact], plan: TransferPlan, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """The transfer layer: each domain's GraphCert checkpoint on every domain's test split
+    (:func:`transfer_matrix`); writes the table, the report and the heat-map."""
+    from components.evaluation.questions import split_questions
+    from components.evaluation.report import relative_files
+
+    models, tests = {}, {}
+    for d in plan.domains:
+        name = transfer_inputs(d)
+        models[d] = str(inputs[name["graphcert"]].path)
+        tests[d] = (
+            str(inputs[name["snapshot"]].path),
+            split_questions(str(inputs[name["curriculum"]].path), str(inputs[name["certified"]].path)),
+        )
+    matrix = transfer_matrix(models, tests, plan.evaluate)
+    files = write_transfer_report(matrix, out_dir)
+    cells = [
+        {
+            "train": c["train"],
+            "test": c["test"],
+            "questions": c.get("questions", 0),
+            "em": c.get("em"),
+            "f1": c.get("f1"),
+            "vf": c.get("vf"),
+        }
+        for c in matrix["cells"]
+    ]
+    return TRANSFER_MATRIX.artifact(
+        inputs,
+        plan,
+        ctx,
+        path=out_dir,
+        counts={"cells": len(matrix["cells"])},
+        summary={"files": relative_files(files, out_dir), "cells": cells},
+    )
+
+
+TRANSFER_MATRIX: Final = Layer("eval_reports", build_transfer_matrix, TransferPlan.params)

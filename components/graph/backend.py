@@ -48,7 +48,11 @@ class GraphBackend(Protocol):
     dialect: Dialect
 
     def run(
-        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        limit: int | None = None,
         timeout_ms: int | None = None,
     ) -> QueryResult: ...  # timeout_ms: a shorter time limit for this query only
 

@@ -16,7 +16,14 @@ from typing import Any
 
 from components.graph.values import normalize, row_digest
 
-__all__ = ["FINGERPRINT_VERSION", "changed_parts", "combine_fingerprint", "graph_fingerprints", "node_digest", "rel_digest"]
+__all__ = [
+    "FINGERPRINT_VERSION",
+    "changed_parts",
+    "combine_fingerprint",
+    "graph_fingerprints",
+    "node_digest",
+    "rel_digest",
+]
 
 FINGERPRINT_VERSION = "gd-fp-1"
 _MOD = 1 << 128
@@ -38,9 +45,7 @@ def rel_digest(
     dst_key: Any,
     properties: Mapping[str, Any],
 ) -> int:
-    return row_digest(
-        ("R", rel_type, src_label, normalize(src_key), dst_label, normalize(dst_key), _props(properties))
-    )
+    return row_digest(("R", rel_type, src_label, normalize(src_key), dst_label, normalize(dst_key), _props(properties)))
 
 
 def combine_fingerprint(node_digests: Iterable[int], rel_digests: Iterable[int]) -> str:
@@ -60,8 +65,9 @@ def _hex(text: str) -> str:
     return h.hexdigest()
 
 
-def graph_fingerprints(nodes: Iterable[tuple[str, int]], rels: Iterable[tuple[str, int]],
-                       schema: Any = None) -> tuple[str, dict[str, str]]:
+def graph_fingerprints(
+    nodes: Iterable[tuple[str, int]], rels: Iterable[tuple[str, int]], schema: Any = None
+) -> tuple[str, dict[str, str]]:
     """The graph's fingerprint (as :func:`combine_fingerprint`) and, in the same pass, one
     fingerprint per part — ``node:<Label>`` and ``rel:<TYPE>`` — from ``(label, node digest)`` /
     ``(type, rel digest)`` pairs. With the :class:`~components.graph.schema.GraphSchema`, a part's
@@ -80,8 +86,12 @@ def graph_fingerprints(nodes: Iterable[tuple[str, int]], rels: Iterable[tuple[st
     entries: dict[str, Any] = {}
     if schema is not None:
         entries = {f"node:{n.label}": [n.primary_key, sorted(n.properties.items())] for n in schema.node_labels}
-        entries.update({f"rel:{r.type}": [sorted(r.properties.items()), sorted((t.source, t.target) for t in r.triples)]
-                        for r in schema.rel_types})
+        entries.update(
+            {
+                f"rel:{r.type}": [sorted(r.properties.items()), sorted((t.source, t.target) for t in r.triples)]
+                for r in schema.rel_types
+            }
+        )
     parts = {}
     for key in sorted(set(acc) | set(entries)):
         s, c = acc.get(key, (0, 0))

@@ -121,8 +121,11 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any, dict[str, str] | No
             for lineno, data in _lines(fh):
                 if data is None:
                     seen += 1
-                    yield lineno, None, {"code": "line_too_long",
-                                         "message": f"line {lineno}: longer than {MAX_LINE_BYTES} bytes"}
+                    yield (
+                        lineno,
+                        None,
+                        {"code": "line_too_long", "message": f"line {lineno}: longer than {MAX_LINE_BYTES} bytes"},
+                    )
                     continue
                 if lineno == 1 and data.startswith(b"\xef\xbb\xbf"):
                     data = data[3:]

@@ -42,6 +42,7 @@ def db_file(path: str | Path) -> Path:
     p = Path(path)
     return p / DB_FILENAME if p.is_dir() or p.suffix != ".lbug" else p
 
+
 _POSITION = re.compile(r"\(line: (\d+), offset: (\d+)\)")
 DEFAULT_TIMEOUT_MS = 30_000
 _TYPE_NAMES = {"BOOL": "BOOLEAN"}  # catalog spelling -> the schema's (Neo4j-neutral) names
@@ -94,9 +95,7 @@ def _wrap_error(exc: Exception, query: str) -> GraphError:
         return QueryTimeoutError(f"query exceeded its time limit: {first}")
     if "read-only" in msg or "READ ONLY" in msg:
         return UnsafeQueryError(f"refused by the read-only database: {first}")
-    if msg.startswith("Binder exception") and (
-        "does not exist" in msg or "Cannot find property" in msg
-    ):
+    if msg.startswith("Binder exception") and ("does not exist" in msg or "Cannot find property" in msg):
         return SchemaError(first)
     return QueryExecutionError(first)
 
@@ -146,7 +145,11 @@ class LadybugBackend:
 
     # -- queries -------------------------------------------------------------------------
     def run(
-        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        limit: int | None = None,
         timeout_ms: int | None = None,
     ) -> QueryResult:
         """``timeout_ms`` (when shorter than the backend's own) limits this query only."""
@@ -228,8 +231,7 @@ class LadybugBackend:
                 triples = []
                 for src, dst, *_ in self._rows(f"CALL show_connection('{name}') RETURN *"):
                     (c,) = self._rows(
-                        f"MATCH (:{quote_identifier(src)})-[r:{q}]->(:{quote_identifier(dst)}) "
-                        "RETURN count(r)"
+                        f"MATCH (:{quote_identifier(src)})-[r:{q}]->(:{quote_identifier(dst)}) RETURN count(r)"
                     )[0]
                     triples.append(Triple(src, name, dst, int(c)))
                 rels.append(RelType(name, tuple(triples), props, sum(t.count for t in triples)))
@@ -258,8 +260,9 @@ class LadybugBackend:
                 )
                 columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
                 for row in zip(*columns):
-                    yield rt.type, rel_digest(
-                        rt.type, t.source, row[0], t.target, row[1], dict(zip(names, row[2:], strict=True))
+                    yield (
+                        rt.type,
+                        rel_digest(rt.type, t.source, row[0], t.target, row[1], dict(zip(names, row[2:], strict=True))),
                     )
 
     def fingerprints(self) -> tuple[str, dict[str, str]]:

@@ -52,8 +52,8 @@ from tqdm.auto import tqdm
 from components.graph.errors import GraphError, ImportFormatError
 from components.graph.ladybug import DB_FILENAME, power_of_two_at_least
 from components.graph.manifest import write_manifest
-from components.graph.schema import quote_identifier
 from components.graph.model import PROPERTY_TYPES, CatalogNames, GraphData
+from components.graph.schema import quote_identifier
 
 __all__ = ["EngineSettings", "LoadStats", "engine_settings", "estimate_bytes", "load_graph"]
 
@@ -106,6 +106,7 @@ def engine_settings(data: GraphData, buffer_pool_mb: int | None = None, max_db_m
     if pool <= 0 or max_db <= 0:
         raise ImportFormatError("buffer_pool_mb and max_db_mb must be positive")
     return EngineSettings(pool, power_of_two_at_least(max_db))
+
 
 _ARROW = {
     "STRING": pa.string(),
@@ -199,7 +200,9 @@ def _build(data: GraphData, db_path: Path, settings: EngineSettings) -> None:
     except Exception as exc:
         if db is not None:
             db.close()
-        raise ImportFormatError(f"the graph engine could not create the database: {_engine_message(exc, settings)}") from None
+        raise ImportFormatError(
+            f"the graph engine could not create the database: {_engine_message(exc, settings)}"
+        ) from None
     # one step per table; shown on a terminal only (disable=None)
     bar = tqdm(total=len(data.nodes) + len(data.rels), desc="loading graph", unit="table", disable=None)
     try:
@@ -221,8 +224,10 @@ def _engine_message(exc: Exception, settings: EngineSettings) -> str:
     elif "buffer pool is full" in first or "Unable to allocate memory" in first:
         first += f" — pass a larger buffer_pool_mb (was {settings.buffer_pool_size >> 20})"
     elif "Mmap" in first:
-        first += (f" — the process may not reserve {(settings.buffer_pool_size + settings.max_db_size) >> 20} MiB "
-                  "of address space: lower buffer_pool_mb / max_db_mb or raise the limit (ulimit -v)")
+        first += (
+            f" — the process may not reserve {(settings.buffer_pool_size + settings.max_db_size) >> 20} MiB "
+            "of address space: lower buffer_pool_mb / max_db_mb or raise the limit (ulimit -v)"
+        )
     return first
 
 
@@ -230,9 +235,7 @@ def _fill(conn: Any, data: GraphData, bar: Any) -> None:
     ids: dict[str, set[str]] = {}
     for label, ns in sorted(data.nodes.items()):
         props = {k: v for k, v in ns.properties.items() if k != "id"}
-        conn.execute(
-            f"CREATE NODE TABLE {quote_identifier(label)}(id STRING PRIMARY KEY{_ddl_props(props)})"
-        )
+        conn.execute(f"CREATE NODE TABLE {quote_identifier(label)}(id STRING PRIMARY KEY{_ddl_props(props)})")
         seen: set[str] = set()
         for row in ns.rows:
             if row["id"] in seen:
@@ -249,16 +252,12 @@ def _fill(conn: Any, data: GraphData, bar: Any) -> None:
         for rel in rs.rows:
             for lbl, nid in ((rel.src_label, rel.src_id), (rel.dst_label, rel.dst_id)):
                 if nid not in ids.get(lbl, ()):
-                    raise ImportFormatError(
-                        f"relationship {rtype} refers to unknown node {lbl}:{nid!r}"
-                    )
+                    raise ImportFormatError(f"relationship {rtype} refers to unknown node {lbl}:{nid!r}")
             by_pair[(rel.src_label, rel.dst_label)].append(rel)
         bar.update(1)
         if not by_pair:
             continue
-        pairs = ", ".join(
-            f"FROM {quote_identifier(s)} TO {quote_identifier(d)}" for s, d in sorted(by_pair)
-        )
+        pairs = ", ".join(f"FROM {quote_identifier(s)} TO {quote_identifier(d)}" for s, d in sorted(by_pair))
         created = _placeholders(rs.properties)
         ddl_props = {created[n]: t for n, t in rs.properties.items()}
         conn.execute(f"CREATE REL TABLE {quote_identifier(rtype)}({pairs}{_ddl_props(ddl_props)})")

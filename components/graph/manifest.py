@@ -50,8 +50,10 @@ def write_manifest(folder: Path, db_file: str, stats: Mapping[str, Any]) -> None
 
 
 def _damaged(folder: Path, what: str) -> DamagedDatabaseError:
-    return DamagedDatabaseError(f"the database at {folder} is damaged: {what}; re-import it "
-                                f"(graphdojo graph import … --db {folder} --overwrite, or re-materialize its graph_snapshot)")
+    return DamagedDatabaseError(
+        f"the database at {folder} is damaged: {what}; re-import it "
+        f"(graphdojo graph import … --db {folder} --overwrite, or re-materialize its graph_snapshot)"
+    )
 
 
 def verify_database(folder: Path, db_file: str) -> None:

@@ -87,12 +87,16 @@ class CatalogNames:
             return
         other, other_kind = seen
         if other_kind == kind:
-            message = (f"{kind}s {other!r} and {name!r} differ only in case: the graph engine's "
-                       f"table names are case-insensitive, so they would be one table")
+            message = (
+                f"{kind}s {other!r} and {name!r} differ only in case: the graph engine's "
+                f"table names are case-insensitive, so they would be one table"
+            )
         else:
             same = "have the same name" if other == name else "differ only in case"
-            message = (f"{other_kind} {other!r} and {kind} {name!r} {same}: node labels and "
-                       "relationship types share one case-insensitive namespace in the graph engine")
+            message = (
+                f"{other_kind} {other!r} and {kind} {name!r} {same}: node labels and "
+                "relationship types share one case-insensitive namespace in the graph engine"
+            )
         raise ImportFormatError(message, path=path, line=line)
 
     def column(self, table: str, name: str, path: str | None = None, line: int | None = None) -> None:
@@ -102,11 +106,15 @@ class CatalogNames:
         if seen == name:
             return
         if seen == "id" and "id" in columns and self._tables[table.lower()][1] == "label":
-            message = (f"property {name!r} of {table} clashes with the node key 'id': the graph "
-                       "engine's column names are case-insensitive")
+            message = (
+                f"property {name!r} of {table} clashes with the node key 'id': the graph "
+                "engine's column names are case-insensitive"
+            )
         else:
-            message = (f"properties {seen!r} and {name!r} of {table} differ only in case: the graph "
-                       "engine's column names are case-insensitive")
+            message = (
+                f"properties {seen!r} and {name!r} of {table} differ only in case: the graph "
+                "engine's column names are case-insensitive"
+            )
         raise ImportFormatError(message, path=path, line=line)
 
     @classmethod
@@ -245,9 +253,7 @@ class GraphData:
             names = {}
             for rel in rs.rows:
                 names.update(dict.fromkeys(rel.properties))
-            rs.properties = {
-                n: infer_property_type(r.properties.get(n) for r in rs.rows) for n in names
-            }
+            rs.properties = {n: infer_property_type(r.properties.get(n) for r in rs.rows) for n in names}
         return self
 
     @property

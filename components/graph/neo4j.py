@@ -122,9 +122,7 @@ class Neo4jBackend:
         shorter one)."""
         unit = neo4j.unit_of_work(timeout=min(self.timeout_s, timeout_s) if timeout_s else self.timeout_s)(work)
         try:
-            with self._driver.session(
-                database=self.database, default_access_mode=neo4j.READ_ACCESS
-            ) as session:
+            with self._driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
                 return session.execute_read(unit)
         except GraphError:
             raise
@@ -132,7 +130,11 @@ class Neo4jBackend:
             raise _wrap_error(exc) from exc
 
     def run(
-        self, query: str, params: Mapping[str, Any] | None = None, *, limit: int | None = None,
+        self,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        limit: int | None = None,
         timeout_ms: int | None = None,
     ) -> QueryResult:
         if limit is not None and limit < 0:
@@ -181,30 +183,20 @@ class Neo4jBackend:
             entry = rel_props.setdefault(rel_type.strip(":`"), {})
             if name:
                 entry[name] = NEO4J_TYPES.get((types or ["String"])[0], "STRING")
-        counts = dict(
-            (label, int(c))
-            for label, c in self._all("MATCH (n) UNWIND labels(n) AS l RETURN l, count(*)")
-        )
+        counts = dict((label, int(c)) for label, c in self._all("MATCH (n) UNWIND labels(n) AS l RETURN l, count(*)"))
         triples: dict[str, list[Triple]] = {}
-        for s, t, d, c in self._all(
-            "MATCH (a)-[r]->(b) RETURN head(labels(a)), type(r), head(labels(b)), count(*)"
-        ):
+        for s, t, d, c in self._all("MATCH (a)-[r]->(b) RETURN head(labels(a)), type(r), head(labels(b)), count(*)"):
             triples.setdefault(t, []).append(Triple(s, t, d, int(c)))
         labels = []
         for label, p in props.items():
             ordered = {self.id_property: p.get(self.id_property, "STRING")}
             ordered.update({k: v for k, v in sorted(p.items()) if k != self.id_property})
             labels.append(NodeLabel(label, ordered, self.id_property, counts.get(label, 0)))
-        rels = [
-            RelType(t, tuple(ts), rel_props.get(t, {}), sum(x.count for x in ts))
-            for t, ts in triples.items()
-        ]
+        rels = [RelType(t, tuple(ts), rel_props.get(t, {}), sum(x.count for x in ts)) for t, ts in triples.items()]
         return GraphSchema.build(labels, rels)
 
     def _stream(self, query: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
-        with self._driver.session(
-            database=self.database, default_access_mode=neo4j.READ_ACCESS
-        ) as session:
+        with self._driver.session(database=self.database, default_access_mode=neo4j.READ_ACCESS) as session:
             try:
                 for record in session.run(query, dict(params)):
                     yield list(record.values())
@@ -214,10 +206,16 @@ class Neo4jBackend:
     def _digests(self) -> tuple[Iterator[tuple[str, int]], Iterator[tuple[str, int]]]:
         """``(label, node digest)`` and ``(type, rel digest)`` streams over the whole graph."""
         pk = {"pk": self.id_property}
-        nodes = ((label, node_digest(label, p))
-                 for label, p in self._stream("MATCH (n) RETURN head(labels(n)), properties(n)", pk))
-        rels = ((t, rel_digest(t, s, sk, d, dk, p)) for t, s, sk, d, dk, p in self._stream(
-            "MATCH (a)-[r]->(b) RETURN type(r), head(labels(a)), a[$pk], head(labels(b)), b[$pk], properties(r)", pk))
+        nodes = (
+            (label, node_digest(label, p))
+            for label, p in self._stream("MATCH (n) RETURN head(labels(n)), properties(n)", pk)
+        )
+        rels = (
+            (t, rel_digest(t, s, sk, d, dk, p))
+            for t, s, sk, d, dk, p in self._stream(
+                "MATCH (a)-[r]->(b) RETURN type(r), head(labels(a)), a[$pk], head(labels(b)), b[$pk], properties(r)", pk
+            )
+        )
         return nodes, rels
 
     def fingerprint(self) -> str:

@@ -31,7 +31,6 @@ def quote_identifier(name: str) -> str:
     return f"`{name}`"
 
 
-
 @dataclass(frozen=True, order=True)
 class Triple:
     source: str
@@ -96,8 +95,8 @@ class GraphSchema:
     def to_text(self, *, counts: bool = True) -> str:
         """Compact rendering for prompts, one line per label and per triple::
 
-            (:Author {id: STRING, name: STRING}) x120
-            (:Author)-[:WROTE {position: INT64}]->(:Paper) x300
+        (:Author {id: STRING, name: STRING}) x120
+        (:Author)-[:WROTE {position: INT64}]->(:Paper) x300
         """
         lines = ["Node labels:"]
         for n in self.node_labels:
@@ -108,10 +107,7 @@ class GraphSchema:
             props = ", ".join(f"{k}: {v}" for k, v in r.properties.items())
             props = f" {{{props}}}" if props else ""
             for t in r.triples:
-                lines.append(
-                    f"  (:{t.source})-[:{r.type}{props}]->(:{t.target})"
-                    + (f" x{t.count}" if counts else "")
-                )
+                lines.append(f"  (:{t.source})-[:{r.type}{props}]->(:{t.target})" + (f" x{t.count}" if counts else ""))
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -130,10 +126,7 @@ class GraphSchema:
                     "type": r.type,
                     "properties": dict(r.properties),
                     "count": r.count,
-                    "triples": [
-                        {"source": t.source, "target": t.target, "count": t.count}
-                        for t in r.triples
-                    ],
+                    "triples": [{"source": t.source, "target": t.target, "count": t.count} for t in r.triples],
                 }
                 for r in self.rel_types
             ],
@@ -149,9 +142,7 @@ class GraphSchema:
         if isinstance(data, str):
             data = json.loads(data)
         nodes = tuple(
-            NodeLabel(
-                n["label"], dict(n["properties"]), n.get("primary_key", "id"), n.get("count", 0)
-            )
+            NodeLabel(n["label"], dict(n["properties"]), n.get("primary_key", "id"), n.get("count", 0))
             for n in data["node_labels"]
         )
         rels = tuple(

@@ -94,9 +94,7 @@ def canonical_json(value: Any) -> str:
     """Deterministic JSON of a normalised value (sorted keys, no whitespace, NaN as a string)."""
     if isinstance(value, float) and not math.isfinite(value):
         return json.dumps(repr(value))
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default
-    )
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_json_default)
 
 
 def row_digest(row: Iterable[Any]) -> int:

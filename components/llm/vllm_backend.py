@@ -123,8 +123,9 @@ class VLLMBackend:
             return []
         sampling = [to_vllm_sampling(self._vllm, params, i) for i in range(len(prompts))]
         t0 = time.perf_counter()
-        outputs = self._llm.generate([{"prompt_token_ids": list(p)} for p in prompts],
-                                     sampling_params=sampling, use_tqdm=False)
+        outputs = self._llm.generate(
+            [{"prompt_token_ids": list(p)} for p in prompts], sampling_params=sampling, use_tqdm=False
+        )
         return self._collect(outputs, time.perf_counter() - t0)
 
     @staticmethod
@@ -140,9 +141,16 @@ class VLLMBackend:
                     reason = c.stop_reason
                 else:
                     reason = "eos"
-                gens.append(Generation(text=c.text, prompt_tokens=prompt_tokens,
-                                       completion_tokens=len(c.token_ids), stop_reason=reason,
-                                       latency_s=latency, token_ids=tuple(c.token_ids)))
+                gens.append(
+                    Generation(
+                        text=c.text,
+                        prompt_tokens=prompt_tokens,
+                        completion_tokens=len(c.token_ids),
+                        stop_reason=reason,
+                        latency_s=latency,
+                        token_ids=tuple(c.token_ids),
+                    )
+                )
             result.append(gens)
         return result
 

@@ -121,8 +121,7 @@ def encode_answer(value: Any, answer_type: str) -> str:
     >>> encode_answer(["Fun, but a little far fetched"], "set")
     '["Fun, but a little far fetched"]'
     """
-    return json.dumps(canonical_answer(value, answer_type), ensure_ascii=False, allow_nan=False,
-                      separators=(",", ":"))
+    return json.dumps(canonical_answer(value, answer_type), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def decode_answer(text: str, answer_type: str) -> Any:
@@ -223,7 +222,7 @@ def parse_answer(text: Any, answer_type: str) -> Any:
     parser = ANSWER_PARSERS.get(answer_type)
     if parser is None:
         raise AnswerParseError(f"unknown answer type {answer_type!r}")
-    if isinstance(text, str) and answer_type != "set" and text.strip().startswith(("[", "\"")):
+    if isinstance(text, str) and answer_type != "set" and text.strip().startswith(("[", '"')):
         text = _literal(text.strip())
     return parser(text)
 

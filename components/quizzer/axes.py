@@ -71,7 +71,12 @@ ANSWER_TYPES: Final = ("entity", "boolean", "number", "set")
 QUESTION_PATTERNS: Final = ("head_known", "tail_known", "relation_to_find", "hybrid")
 DIFFICULTIES: Final = ("simple", "medium", "hard")
 MATCH_FAMILIES: Final = (
-    "one_hop", "multi_hop", "intersection", "comparison", "optional_match", "shortest_path",
+    "one_hop",
+    "multi_hop",
+    "intersection",
+    "comparison",
+    "optional_match",
+    "shortest_path",
 )
 RETURN_FAMILIES: Final = ("property", "distinct_set", "aggregation", "ranking", "boolean")
 
@@ -123,9 +128,8 @@ class Axes:
     @property
     def allowed(self) -> bool:
         """True when this combination is one :func:`sample_axes` can draw."""
-        return (
-            self.match_family in DIFFICULTY_MATCHES[self.difficulty]
-            and self.return_family in allowed_returns(self.answer_type, self.difficulty)
+        return self.match_family in DIFFICULTY_MATCHES[self.difficulty] and self.return_family in allowed_returns(
+            self.answer_type, self.difficulty
         )
 
     def to_dict(self) -> dict[str, str]:

@@ -79,7 +79,13 @@ def format_answer(value: Any) -> str:
 
 
 _JSON_FIELDS: Final = (
-    "axes", "start_node", "neighbourhood", "trace", "evidence", "answer_value", "meta",
+    "axes",
+    "start_node",
+    "neighbourhood",
+    "trace",
+    "evidence",
+    "answer_value",
+    "meta",
 )
 
 

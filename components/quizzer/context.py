@@ -14,8 +14,8 @@ from typing import Any, Final
 import numpy as np
 
 from components.graph.errors import GraphError
-from components.graph.schema import quote_identifier as q
 from components.graph.schema import GraphSchema
+from components.graph.schema import quote_identifier as q
 
 __all__ = [
     "NAME_PROPERTIES",
@@ -35,8 +35,23 @@ __all__ = [
 
 #: Human-readable name properties, in order of preference (the primary key is the fallback).
 NAME_PROPERTIES: Final = ("name", "title", "symbol", "label", "display_name", "username")
-NUMERIC_TYPES: Final = frozenset({"INT8", "INT16", "INT32", "INT64", "INT128", "UINT8", "UINT16",
-                                  "UINT32", "UINT64", "FLOAT", "DOUBLE", "INTEGER", "INT"})
+NUMERIC_TYPES: Final = frozenset(
+    {
+        "INT8",
+        "INT16",
+        "INT32",
+        "INT64",
+        "INT128",
+        "UINT8",
+        "UINT16",
+        "UINT32",
+        "UINT64",
+        "FLOAT",
+        "DOUBLE",
+        "INTEGER",
+        "INT",
+    }
+)
 _MAX_TEXT = 80
 
 
@@ -79,8 +94,8 @@ def rel_phrase(rel_type: str) -> tuple[str, bool]:
     participle (``X published in Y``, ``X made by Y``) rather than a verb (``X wrote Y``)."""
     words = rel_type.lower().replace("-", "_").split("_")
     first = words[0]
-    participle = len(words) > 1 and words[-1] in _PREPOSITIONS and (
-        first.endswith("ed") or first in _IRREGULAR_PARTICIPLES
+    participle = (
+        len(words) > 1 and words[-1] in _PREPOSITIONS and (first.endswith("ed") or first in _IRREGULAR_PARTICIPLES)
     )
     return " ".join(w for w in words if w), participle
 
@@ -111,8 +126,16 @@ class Hop:
     def there(self) -> str:
         return self.target if self.forward else self.source
 
-    def pattern(self, here_var: str, there_var: str, *, here_label: bool = False,
-                there_label: bool = True, here_props: str = "", there_props: str = "") -> str:
+    def pattern(
+        self,
+        here_var: str,
+        there_var: str,
+        *,
+        here_label: bool = False,
+        there_label: bool = True,
+        here_props: str = "",
+        there_props: str = "",
+    ) -> str:
         """Cypher text for the step, direction as in the schema triple."""
         h = f"({here_var}{':' + q(self.here) if here_label else ''}{here_props})"
         t = f"({there_var}{':' + q(self.there) if there_label else ''}{there_props})"
@@ -181,8 +204,9 @@ def _label_count(query_path: Any, schema: GraphSchema, label: str) -> int:
     return int(res.rows[0][0]) if res.rows else 0
 
 
-def sample_node(query_path: Any, schema: GraphSchema, rng: np.random.Generator,
-                labels: list[str] | None = None) -> StartNode | None:
+def sample_node(
+    query_path: Any, schema: GraphSchema, rng: np.random.Generator, labels: list[str] | None = None
+) -> StartNode | None:
     """A uniformly drawn label (among ``labels`` or those taking part in a triple), then a
     uniformly drawn node of it (``ORDER BY`` primary key ``SKIP $k``): deterministic per rng
     state and graph. ``None`` when the graph has no such node."""
@@ -235,24 +259,34 @@ def neighbourhood(query_path: Any, schema: GraphSchema, node: StartNode, *, samp
         pattern = hop.pattern("n", "m", here_props=f" {{{q(pk)}: $id}}", here_label=True)
         try:
             cnt = query_path.run(f"MATCH {pattern} RETURN count(DISTINCT m) AS c", {"id": node.id}).rows[0][0]
-            rows = query_path.run(
-                f"MATCH {pattern} RETURN DISTINCT m.{q(there.primary_key)} AS id, m.{q(tname)} AS name ORDER BY id",
-                {"id": node.id}, limit=sample,
-            ).rows if cnt else ()
+            rows = (
+                query_path.run(
+                    f"MATCH {pattern} RETURN DISTINCT m.{q(there.primary_key)} AS id, m.{q(tname)} AS name ORDER BY id",
+                    {"id": node.id},
+                    limit=sample,
+                ).rows
+                if cnt
+                else ()
+            )
         except GraphError:
             continue
-        out["hops"].append({
-            "type": hop.type, "direction": "out" if hop.forward else "in", "label": hop.there,
-            "count": int(cnt), "sample": [{"id": i, "name": _short(n)} for i, n in rows],
-        })
+        out["hops"].append(
+            {
+                "type": hop.type,
+                "direction": "out" if hop.forward else "in",
+                "label": hop.there,
+                "count": int(cnt),
+                "sample": [{"id": i, "name": _short(n)} for i, n in rows],
+            }
+        )
     return out
 
 
 def neighbourhood_text(nb: dict[str, Any]) -> str:
     """Prompt rendering of :func:`neighbourhood`::
 
-        (:Author {id: "author_3", name: "Wei Zhang", h_index: 12})
-          -[:WROTE]->(:Paper) x3: "Paper A" (paper_7), …
+    (:Author {id: "author_3", name: "Wei Zhang", h_index: 12})
+      -[:WROTE]->(:Paper) x3: "Paper A" (paper_7), …
     """
     node = nb.get("node", {})
     props = ", ".join(f"{k}: {v!r}" for k, v in nb.get("properties", {}).items())

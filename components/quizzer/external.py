@@ -39,10 +39,18 @@ def candidate_from_program(
     t0 = time.perf_counter()
     run = run_final_program(query_path, schema, program, limits=limits, episode_id=cid, server=server)
     cand = QACandidate(
-        id=cid, quizzer="external", seed=0, index=0, question=question, answer_type=answer_type,
+        id=cid,
+        quizzer="external",
+        seed=0,
+        index=0,
+        question=question,
+        answer_type=answer_type,
         trace=[{"kind": "final_program", "code": program, **run.to_dict()}],
-        evidence=[t.to_json() for t in run.evidence], final_program=program,
-        latency_s=round(time.perf_counter() - t0, 4), model="external", meta=dict(meta or {}),
+        evidence=[t.to_json() for t in run.evidence],
+        final_program=program,
+        latency_s=round(time.perf_counter() - t0, 4),
+        model="external",
+        meta=dict(meta or {}),
     )
     if not run.ok:
         return cand.fail(run.failure_reason or "code_error", run.failure_detail)

@@ -9,6 +9,7 @@ answer after type-specific normalisation.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any, Final
 
 from components.cypher.parse import parse_query
 from components.cypher.schema_check import used_triples
+from components.graph.errors import GraphError
 from components.graph.schema import GraphSchema
 from components.quizzer.answers import (
     ANSWER_PARSERS,
@@ -41,19 +43,23 @@ __all__ = [
     "run_final_program",
 ]
 
+log = logging.getLogger(__name__)
+
 
 def answer_in_rows(value: Any, answer_type: str, evidence: list[TracedResult] | list[dict[str, Any]]) -> bool:
     """True when every atom of the answer (the entity, each set member, the number) occurs in
     some evidence row — as a cell, a list element, or a property of a returned node,
     relationship or path (internal keys never count; :mod:`components.tools.cells`).
     Booleans: some evidence row exists."""
+
     def rows_of(ev: Any) -> Any:
         return ev.rows if isinstance(ev, TracedResult) else (ev.get("rows") or [])
 
     if answer_type == "boolean":
         return any(rows_of(ev) for ev in evidence)
-    values = [v for ev in evidence for row in rows_of(ev) for _, v, _ in
-              (item for cell in row for item in cell_items(cell))]
+    values = [
+        v for ev in evidence for row in rows_of(ev) for _, v, _ in (item for cell in row for item in cell_items(cell))
+    ]
     atoms = value if answer_type == "set" else [value]
     if answer_type == "number":
         nums = [float(c) for c in values if isinstance(c, (int, float)) and not isinstance(c, bool)]
@@ -75,7 +81,8 @@ def direction_errors(query: str, schema: GraphSchema) -> list[str]:
     """
     try:
         triples = used_triples(parse_query(query))
-    except Exception:  # noqa: BLE001 - unparseable queries are judged elsewhere
+    except GraphError as exc:  # unparseable queries are judged elsewhere
+        log.debug("direction check skipped %r: %s", query, exc)
         return []
     bad = []
     for t in triples:
@@ -119,9 +126,14 @@ class FinalRun:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "ok": self.ok, "stdout": self.stdout, "printed": self.printed, "error": self.error,
-            "traced": [t.to_json() for t in self.traced], "evidence": [t.id for t in self.evidence],
-            "calls": self.calls, "failure_reason": self.failure_reason,
+            "ok": self.ok,
+            "stdout": self.stdout,
+            "printed": self.printed,
+            "error": self.error,
+            "traced": [t.to_json() for t in self.traced],
+            "evidence": [t.id for t in self.evidence],
+            "calls": self.calls,
+            "failure_reason": self.failure_reason,
             "elapsed_s": round(self.elapsed_s, 4),
         }
 
@@ -152,8 +164,9 @@ def run_final_program(
     ``sandbox_error``. Never raises for anything the code does. With ``server`` (a
     :class:`~components.tools.sandbox.SandboxServer`) the sandbox is a child forked by it."""
     try:
-        episode = SandboxEpisode(query_path, schema=schema, limits=limits or SandboxLimits(),
-                                 episode_id=episode_id, server=server)
+        episode = SandboxEpisode(
+            query_path, schema=schema, limits=limits or SandboxLimits(), episode_id=episode_id, server=server
+        )
     except Exception as exc:  # noqa: BLE001 - recorded, never raised
         return FinalRun(False, failure_reason="sandbox_error", failure_detail=str(exc))
     with episode:
@@ -162,8 +175,14 @@ def run_final_program(
         calls = list(episode.calls)
     lines = [ln.strip() for ln in cell.stdout.splitlines() if ln.strip()]
     run = FinalRun(
-        ok=cell.ok, stdout=cell.stdout, printed=lines[-1] if lines else None, evidence=evidence,
-        traced=list(cell.traced), calls=calls, error=cell.error, elapsed_s=cell.elapsed_s,
+        ok=cell.ok,
+        stdout=cell.stdout,
+        printed=lines[-1] if lines else None,
+        evidence=evidence,
+        traced=list(cell.traced),
+        calls=calls,
+        error=cell.error,
+        elapsed_s=cell.elapsed_s,
     )
     failing_query = any(c.get("op") == "cypher" and not c.get("ok") for c in calls)
     if not cell.ok or (failing_query and not evidence):

@@ -27,7 +27,6 @@ deterministic backend reproduces the candidates.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
@@ -66,7 +65,7 @@ from components.quizzer.prompts import (
 )
 from components.tools.sandbox import SandboxEpisode, SandboxLimits
 
-__all__ = ["LLMQuizzer", "LLMQuizzerConfig", "ParsedTurn", "candidates_to_jsonl", "parse_turn"]
+__all__ = ["LLMQuizzer", "LLMQuizzerConfig", "ParsedTurn", "parse_turn"]
 
 _CODE: Final = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 _QUESTION: Final = re.compile(r"<question>(.*?)</question>", re.DOTALL)
@@ -154,8 +153,16 @@ class LLMQuizzer:
 
     kind = "llm"
 
-    def __init__(self, query_path: Any, schema: GraphSchema, backend: GenerationBackend, *, seed: int = 0,
-                 limits: SandboxLimits | None = None, config: LLMQuizzerConfig | None = None) -> None:
+    def __init__(
+        self,
+        query_path: Any,
+        schema: GraphSchema,
+        backend: GenerationBackend,
+        *,
+        seed: int = 0,
+        limits: SandboxLimits | None = None,
+        config: LLMQuizzerConfig | None = None,
+    ) -> None:
         self.query_path, self.schema, self.backend = query_path, schema, backend
         self.seed = seed
         self.limits = limits if limits is not None else SandboxLimits()
@@ -166,9 +173,15 @@ class LLMQuizzer:
     def _episode(self, index: int) -> _Episode:
         rng = np.random.default_rng([self.seed, index])
         axes = sample_axes(rng, answer_types=self.config.answer_types, difficulties=self.config.difficulties)
-        cand = QACandidate(id=candidate_id(self.seed, index, self.kind), quizzer=self.kind, seed=self.seed,
-                           index=index, answer_type=axes.answer_type, axes=axes.to_dict(),
-                           model=str(getattr(self.backend, "model_name", "")))
+        cand = QACandidate(
+            id=candidate_id(self.seed, index, self.kind),
+            quizzer=self.kind,
+            seed=self.seed,
+            index=index,
+            answer_type=axes.answer_type,
+            axes=axes.to_dict(),
+            model=str(getattr(self.backend, "model_name", "")),
+        )
         ep = _Episode(index, cand, axes)
         start: StartNode | None = sample_node(self.query_path, self.schema, rng)
         if start is None:
@@ -186,8 +199,14 @@ class LLMQuizzer:
 
     def _params(self, turn: int) -> SamplingParams:
         c = self.config
-        return SamplingParams(max_new_tokens=c.max_new_tokens, temperature=c.temperature, top_p=c.top_p,
-                              top_k=c.top_k, stop=("</answer>",), seed=self.seed * 1_000_003 + turn * 7919)
+        return SamplingParams(
+            max_new_tokens=c.max_new_tokens,
+            temperature=c.temperature,
+            top_p=c.top_p,
+            top_k=c.top_k,
+            stop=("</answer>",),
+            seed=self.seed * 1_000_003 + turn * 7919,
+        )
 
     def _call(self, eps: list[_Episode], turn: int) -> list[Generation | None]:
         """One batched generation for ``eps``; a backend failure fails those episodes."""
@@ -227,8 +246,14 @@ class LLMQuizzer:
         ep.turns += 1
         ep.messages.append({"role": "assistant", "content": text})
         turn = parse_turn(text)
-        record: dict[str, Any] = {"turn": ep.turns, "repair": repair, "model_text": text, "stop_reason": stop,
-                                  "kind": turn.kind, "reason": turn.reason}
+        record: dict[str, Any] = {
+            "turn": ep.turns,
+            "repair": repair,
+            "model_text": text,
+            "stop_reason": stop,
+            "kind": turn.kind,
+            "reason": turn.reason,
+        }
         ep.cand.trace.append(record)
         if turn.kind == "final":
             self._final(ep, turn, record)
@@ -241,16 +266,19 @@ class LLMQuizzer:
         ep.last_issue = turn.reason if turn.kind in ("empty", "invalid") else None
         if turn.kind == "explore":
             if ep.sandbox is None:
-                ep.sandbox = SandboxEpisode(self.query_path, schema=self.schema, limits=self.limits,
-                                            episode_id=f"{ep.cand.id}-explore")
+                ep.sandbox = SandboxEpisode(
+                    self.query_path, schema=self.schema, limits=self.limits, episode_id=f"{ep.cand.id}-explore"
+                )
             t0 = time.perf_counter()
             cell = ep.sandbox.run(turn.code or "")
             ep.cand.latency_s += time.perf_counter() - t0
             obs = cell.observation(self.config.preview_rows, self.config.observation_chars)
             record["cell"] = cell.to_json()
         else:
-            obs = ("Invalid turn: write exactly one ```python block, or the final turn (one ```python block "
-                   "then <question>...</question><answer>...</answer>).")
+            obs = (
+                "Invalid turn: write exactly one ```python block, or the final turn (one ```python block "
+                "then <question>...</question><answer>...</answer>)."
+            )
         record["observation"] = obs
         ep.messages.append({"role": "user", "content": information_message(obs)})
         if ep.turns >= self.config.max_turns:
@@ -268,8 +296,13 @@ class LLMQuizzer:
             cand.fail(turn.reason)
             return
         t0 = time.perf_counter()
-        run = run_final_program(self.query_path, self.schema, cand.final_program, limits=self.limits,
-                                episode_id=f"{cand.id}-final{'-repair' if record['repair'] else ''}")
+        run = run_final_program(
+            self.query_path,
+            self.schema,
+            cand.final_program,
+            limits=self.limits,
+            episode_id=f"{cand.id}-final{'-repair' if record['repair'] else ''}",
+        )
         cand.latency_s += time.perf_counter() - t0
         record["final_run"] = run.to_dict()
         cand.evidence = [t.to_json() for t in run.evidence]
@@ -300,8 +333,9 @@ class LLMQuizzer:
         cand.meta["answer_in_evidence"] = answer_in_rows(stated, answer_type, run.evidence)
 
     # -- public --------------------------------------------------------------------------
-    def generate(self, n: int, progress: Callable[[int, int], None] | None = None,
-                 *, start_index: int = 0) -> list[QACandidate]:
+    def generate(
+        self, n: int, progress: Callable[[int, int], None] | None = None, *, start_index: int = 0
+    ) -> list[QACandidate]:
         """``n`` candidates (failed ones included, each with its reason), in index order."""
         eps = []
         for i in range(start_index, start_index + n):
@@ -323,10 +357,21 @@ class LLMQuizzer:
             if self.config.repair:
                 failed = [ep for ep in eps if ep.cand.failure_reason not in _NO_REPAIR and not ep.cand.ok]
                 for ep in failed:
-                    ep.messages.append({"role": "user", "content": repair_message(
-                        ep.cand.failure_reason or "failed", ep.cand.failure_detail, ep.cand.answer_type)})
-                    ep.cand.trace.append({"kind": "repair_request", "failure_reason": ep.cand.failure_reason,
-                                          "failure_detail": ep.cand.failure_detail})
+                    ep.messages.append(
+                        {
+                            "role": "user",
+                            "content": repair_message(
+                                ep.cand.failure_reason or "failed", ep.cand.failure_detail, ep.cand.answer_type
+                            ),
+                        }
+                    )
+                    ep.cand.trace.append(
+                        {
+                            "kind": "repair_request",
+                            "failure_reason": ep.cand.failure_reason,
+                            "failure_detail": ep.cand.failure_detail,
+                        }
+                    )
                     ep.cand.meta["first_failure"] = ep.cand.failure_reason
                 gens = self._call(failed, self.config.max_turns)
                 for ep, gen in zip(failed, gens):
@@ -348,14 +393,10 @@ class LLMQuizzer:
             ep.done = True
 
     @staticmethod
-    def _report(eps: list[_Episode], before: int, progress: Callable[[int, int], None] | None, n: int,
-                *, final: bool) -> int:
+    def _report(
+        eps: list[_Episode], before: int, progress: Callable[[int, int], None] | None, n: int, *, final: bool
+    ) -> int:
         done = sum(ep.done for ep in eps) if not final else n
         if progress is not None and done != before:
             progress(done, n)
         return done
-
-
-def candidates_to_jsonl(cands: list[QACandidate]) -> str:
-    """One JSON record per line (:meth:`QACandidate.to_record`)."""
-    return "".join(json.dumps(c.to_record(), ensure_ascii=False) + "\n" for c in cands)

@@ -118,10 +118,17 @@ def system_prompt(schema: GraphSchema, *, max_turns: int) -> str:
 def task_message(axes: Axes, start: dict[str, Any], pk: str, neighbourhood_text: str) -> str:
     """The start node, its neighbourhood and the requested axes."""
     return _TASK.format(
-        label=start["label"], pk=pk, id=start["id"], name=start["name"], neighbourhood=neighbourhood_text,
-        answer_type=axes.answer_type, answer_format=ANSWER_FORMATS[axes.answer_type],
-        pattern=PATTERN_TEXT[axes.question_pattern], difficulty=axes.difficulty,
-        match=MATCH_TEXT[axes.match_family], ret=RETURN_TEXT[axes.return_family],
+        label=start["label"],
+        pk=pk,
+        id=start["id"],
+        name=start["name"],
+        neighbourhood=neighbourhood_text,
+        answer_type=axes.answer_type,
+        answer_format=ANSWER_FORMATS[axes.answer_type],
+        pattern=PATTERN_TEXT[axes.question_pattern],
+        difficulty=axes.difficulty,
+        match=MATCH_TEXT[axes.match_family],
+        ret=RETURN_TEXT[axes.return_family],
     )
 
 

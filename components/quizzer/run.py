@@ -1,6 +1,7 @@
 """Running the quizzers for one graph snapshot: config, run, Parquet I/O and a summary.
 
-This is what the ``qa_candidates`` asset and ``graphdojo quiz`` call; both stay thin.
+:data:`QA_CANDIDATES` is the ``qa_candidates`` layer (:func:`build_qa_candidates`, what the
+asset materializes); ``graphdojo quiz`` calls :func:`run_quiz`, the same run, and writes JSONL.
 """
 
 from __future__ import annotations
@@ -19,22 +20,22 @@ from components.options import checked_options
 from components.quizzer.candidate import QACandidate
 from components.quizzer.llm_quizzer import LLMQuizzer, LLMQuizzerConfig
 from components.quizzer.template import TemplateQuizzer
-from components.store.fingerprint import chain_fingerprint, code_digest, write_parquet
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.store.fingerprint import write_parquet
 
 __all__ = [
-    "QUIZ_VERSION",
+    "QA_CANDIDATES",
     "QuizConfig",
     "QuizRun",
     "TqdmProgress",
+    "build_qa_candidates",
     "model_identity",
-    "quiz_fingerprint",
     "read_candidates",
     "run_quiz",
     "summarize",
     "write_candidates",
 ]
 
-QUIZ_VERSION = "quiz-1"
 Progress = Callable[[str, int, int], None]  # (quizzer kind, done, total)
 
 
@@ -85,17 +86,16 @@ def model_identity(config: QuizConfig) -> dict[str, Any]:
     files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
     config_json = folder / "config.json"
     return {
-        "config": hashlib.blake2b(config_json.read_bytes(), digest_size=8).hexdigest() if config_json.is_file() else None,
+        "config": hashlib.blake2b(config_json.read_bytes(), digest_size=8).hexdigest()
+        if config_json.is_file()
+        else None,
         "files": [(p.name, p.stat().st_size) for p in files if p.suffix in {".safetensors", ".bin", ".json", ".model"}],
     }
 
 
-def quiz_fingerprint(snapshot_fingerprint: str, config: QuizConfig) -> str:
-    return chain_fingerprint(
-        [snapshot_fingerprint],
-        f"{QUIZ_VERSION}:{code_digest(Path(__file__).parent)}",
-        {**config.to_json(), "model_identity": model_identity(config)},
-    )
+def _params(config: QuizConfig) -> dict[str, Any]:
+    """What identifies a quizzer run: the config and what the LLM Quizzer's model is."""
+    return {**config.to_json(), "model_identity": model_identity(config)}
 
 
 @dataclass
@@ -190,6 +190,27 @@ def summarize(candidates: Iterable[QACandidate], wall_s: Mapping[str, float] | N
     }
 
 
+def build_qa_candidates(
+    inputs: Mapping[str, Artifact], config: QuizConfig, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """The ``qa_candidates`` layer: the configured quizzers on the ``snapshot`` input, every
+    candidate (failed ones too) in ``candidates.parquet``; the summary is :func:`summarize`."""
+    snap = inputs["snapshot"]
+    bars = TqdmProgress(f"{ctx.domain} quizzing")
+    try:
+        run = run_quiz(str(snap.path), config, progress=bars, snapshot_fingerprint=snap.fingerprint)
+    finally:
+        bars.close()
+    path = write_candidates(run.candidates, out_dir / "candidates.parquet")
+    summary = summarize(run.candidates, run.wall_s)
+    return QA_CANDIDATES.artifact(
+        inputs, config, ctx, path=path, summary=summary, counts={"candidates": summary["total"], "ok": summary["ok"]}
+    )
+
+
+QA_CANDIDATES = Layer("qa_candidates", build_qa_candidates, _params)
+
+
 class TqdmProgress:
     """A ``(kind, done, total)`` progress callback drawing one bar per kind — quizzer kind, or
     certification stage — on a terminal."""
@@ -203,7 +224,9 @@ class TqdmProgress:
 
         bar = self._bars.get(kind)
         if bar is None:
-            bar = self._bars[kind] = tqdm(total=total, desc=f"{self.desc} ({kind})", unit="cand", disable=None)
+            bar = self._bars[kind] = tqdm(
+                total=total, desc=f"{self.desc} ({kind})", unit="cand", disable=None, leave=False
+            )
         bar.update(done - bar.n)
 
     def close(self) -> None:

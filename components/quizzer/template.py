@@ -8,7 +8,8 @@ parameters; identifiers from the schema, quoted), an English question, and Pytho
 the answer from the query results. That becomes the candidate's *final program*::
 
     import json
-    r1 = cypher('MATCH (s:`Author` {`id`: $start})-[:`WROTE`]->(x:`Paper`) RETURN DISTINCT x.`title` AS answer', **{'start': 'author_3'})
+    r1 = cypher('MATCH (s:`Author` {`id`: $start})-[:`WROTE`]->(x:`Paper`) RETURN DISTINCT x.`title` AS answer',
+                **{'start': 'author_3'})
     answer = sorted({str(row[0]) for row in r1.rows if row[0] is not None})
     mark_evidence(r1)
     print(json.dumps(answer))
@@ -60,8 +61,8 @@ from typing import Any, Final
 import numpy as np
 
 from components.graph.errors import GraphError
-from components.graph.schema import quote_identifier as q
 from components.graph.schema import GraphSchema
+from components.graph.schema import quote_identifier as q
 from components.quizzer.axes import DIFFICULTY_MATCHES, Axes, sample_axes
 from components.quizzer.candidate import QACandidate, candidate_id, format_answer
 from components.quizzer.context import (
@@ -139,8 +140,15 @@ def build_program(queries: list[tuple[str, dict[str, Any]]], compute: str) -> st
 class TemplateContext:
     """What a template sees: the graph, the start node and its neighbourhood, an rng."""
 
-    def __init__(self, query_path: Any, schema: GraphSchema, rng: np.random.Generator,
-                 start: StartNode, nb: dict[str, Any], pattern: str) -> None:
+    def __init__(
+        self,
+        query_path: Any,
+        schema: GraphSchema,
+        rng: np.random.Generator,
+        start: StartNode,
+        nb: dict[str, Any],
+        pattern: str,
+    ) -> None:
         self.query_path, self.schema, self.rng = query_path, schema, rng
         self.start, self.nb, self.pattern = start, nb, pattern
         self.counts = {(h["type"], h["direction"], h["label"]): h["count"] for h in nb.get("hops", [])}
@@ -164,8 +172,11 @@ class TemplateContext:
     def hops(self, *, lo: int = 1, hi: int | None = None) -> list[Hop]:
         """Hops from the start node with a neighbour count in ``[lo, hi]``, the ones matching
         the requested question pattern first (head_known: forward; tail_known: backward)."""
-        hops = [h for h in hops_from(self.schema, self.start.label)
-                if self.count(h) >= lo and (hi is None or self.count(h) <= hi)]
+        hops = [
+            h
+            for h in hops_from(self.schema, self.start.label)
+            if self.count(h) >= lo and (hi is None or self.count(h) <= hi)
+        ]
         self.rng.shuffle(hops)
         want = {"head_known": True, "tail_known": False}.get(self.pattern)
         if want is not None:
@@ -190,7 +201,8 @@ class TemplateContext:
         try:
             res = self.query_path.run(
                 f"MATCH (n:{q(label)} {{{q(self.pk(label))}: $id}}) RETURN n.{q(self.name(label))} AS name",
-                {"id": node_id}, limit=1,
+                {"id": node_id},
+                limit=1,
             )
         except GraphError:
             return None
@@ -200,9 +212,11 @@ class TemplateContext:
         """Distinct ``(id, name)`` of nodes two hops away (``h1`` then ``h2``), in id order."""
         o = h2.there
         where = f" WHERE o.{q(self.pk(o))} <> $start" if exclude_start and o == self.start.label else ""
-        text = (f"MATCH {h1.pattern('s', 'x', here_label=True, here_props=self.props(self.start.label))}, "
-                f"{h2.pattern('x', 'o')}{where} RETURN DISTINCT o.{q(self.pk(o))} AS id, "
-                f"o.{q(self.name(o))} AS name ORDER BY id")
+        text = (
+            f"MATCH {h1.pattern('s', 'x', here_label=True, here_props=self.props(self.start.label))}, "
+            f"{h2.pattern('x', 'o')}{where} RETURN DISTINCT o.{q(self.pk(o))} AS id, "
+            f"o.{q(self.name(o))} AS name ORDER BY id"
+        )
         try:
             rows = self.query_path.run(text, {"start": self.start.id}, limit=limit).rows
         except GraphError:
@@ -212,8 +226,10 @@ class TemplateContext:
     def reachable_one(self, hop: Hop, limit: int = 50) -> list[tuple[Any, str]]:
         """Distinct ``(id, name)`` of the start node's neighbours along ``hop``, in id order."""
         o = hop.there
-        text = (f"MATCH {self.one_hop_pattern(hop)} RETURN DISTINCT x.{q(self.pk(o))} AS id, "
-                f"x.{q(self.name(o))} AS name ORDER BY id")
+        text = (
+            f"MATCH {self.one_hop_pattern(hop)} RETURN DISTINCT x.{q(self.pk(o))} AS id, "
+            f"x.{q(self.name(o))} AS name ORDER BY id"
+        )
         try:
             rows = self.query_path.run(text, {"start": self.start.id}, limit=limit).rows
         except GraphError:
@@ -286,8 +302,13 @@ def _yes_no_target(ctx: TemplateContext, true_pool: list[tuple[Any, str]], label
 def one_hop_set(ctx: TemplateContext, answer_type: str) -> Instance | None:
     for hop in ctx.hops(lo=2, hi=MAX_SET_SIZE):
         text = f"MATCH {ctx.one_hop_pattern(hop)} RETURN DISTINCT x.{q(ctx.name(hop.there))} AS answer"
-        return Instance(f"Which are the {hop.describe(_start_mention(ctx))}?", [(text, {"start": ctx.start.id})],
-                        "set", "set", ctx.pattern_of(hop))
+        return Instance(
+            f"Which are the {hop.describe(_start_mention(ctx))}?",
+            [(text, {"start": ctx.start.id})],
+            "set",
+            "set",
+            ctx.pattern_of(hop),
+        )
     return None
 
 
@@ -303,12 +324,18 @@ def one_hop_aggregate(ctx: TemplateContext, answer_type: str) -> Instance | None
             prop, fn = ctx.pick(nums), ctx.pick(sorted(_AGGREGATES))
             value = f"round(avg(x.{q(prop)}), 2)" if fn == "avg" else f"{fn}(x.{q(prop)})"
             text = f"MATCH {ctx.one_hop_pattern(hop)} RETURN {value} AS answer"
-            return Instance(f"What is {_AGGREGATES[fn]} {prop.replace('_', ' ')} of the {desc}"
-                            f"{' (to two decimals)' if fn == 'avg' else ''}?",
-                            [(text, {"start": ctx.start.id})], "scalar", "number", ctx.pattern_of(hop))
+            return Instance(
+                f"What is {_AGGREGATES[fn]} {prop.replace('_', ' ')} of the {desc}"
+                f"{' (to two decimals)' if fn == 'avg' else ''}?",
+                [(text, {"start": ctx.start.id})],
+                "scalar",
+                "number",
+                ctx.pattern_of(hop),
+            )
         text = f"MATCH {ctx.one_hop_pattern(hop)} RETURN count(DISTINCT x) AS answer"
-        return Instance(f"How many {desc} are there?", [(text, {"start": ctx.start.id})], "scalar", "number",
-                        ctx.pattern_of(hop))
+        return Instance(
+            f"How many {desc} are there?", [(text, {"start": ctx.start.id})], "scalar", "number", ctx.pattern_of(hop)
+        )
     return None
 
 
@@ -326,12 +353,22 @@ def one_hop_property(ctx: TemplateContext, answer_type: str) -> Instance | None:
                 continue
             prop = ctx.pick(nums)
             text = f"MATCH {ctx.one_hop_pattern(hop)} RETURN DISTINCT x.{q(prop)} AS answer"
-            return Instance(f"What is the {prop.replace('_', ' ')} of {target}?", [(text, {"start": ctx.start.id})],
-                            "single", "number", ctx.pattern_of(hop))
+            return Instance(
+                f"What is the {prop.replace('_', ' ')} of {target}?",
+                [(text, {"start": ctx.start.id})],
+                "single",
+                "number",
+                ctx.pattern_of(hop),
+            )
         prop = ctx.name(hop.there)
         text = f"MATCH {ctx.one_hop_pattern(hop)} RETURN DISTINCT x.{q(prop)} AS answer"
-        return Instance(f"What is the {prop.replace('_', ' ')} of {target}?", [(text, {"start": ctx.start.id})],
-                        "single", "entity", ctx.pattern_of(hop))
+        return Instance(
+            f"What is the {prop.replace('_', ' ')} of {target}?",
+            [(text, {"start": ctx.start.id})],
+            "single",
+            "entity",
+            ctx.pattern_of(hop),
+        )
     return one_hop_relation(ctx) if answer_type == "entity" else None
 
 
@@ -344,20 +381,32 @@ def one_hop_relation(ctx: TemplateContext) -> Instance | None:
         other_id, other_name = ctx.pick(pool)
         s, o = _start_mention(ctx), ctx.mention(hop.there, other_name)
         src, dst = (s, o) if hop.forward else (o, s)
-        arrow = (f"(s:{q(ctx.start.label)}{ctx.props(ctx.start.label)})-[r]->(x:{q(hop.there)}{ctx.props(hop.there, 'other')})"
-                 if hop.forward else
-                 f"(s:{q(ctx.start.label)}{ctx.props(ctx.start.label)})<-[r]-(x:{q(hop.there)}{ctx.props(hop.there, 'other')})")
+        start = f"(s:{q(ctx.start.label)}{ctx.props(ctx.start.label)})"
+        there = f"(x:{q(hop.there)}{ctx.props(hop.there, 'other')})"
+        arrow = f"{start}-[r]->{there}" if hop.forward else f"{start}<-[r]-{there}"
         text = f"MATCH {arrow} RETURN DISTINCT type(r) AS answer"
-        return Instance(f"Which relationship type goes from {src} to {dst}?",
-                        [(text, {"start": ctx.start.id, "other": other_id})], "single", "entity",
-                        "relation_to_find", anchors=[{"label": hop.there, "id": other_id, "name": other_name}])
+        return Instance(
+            f"Which relationship type goes from {src} to {dst}?",
+            [(text, {"start": ctx.start.id, "other": other_id})],
+            "single",
+            "entity",
+            "relation_to_find",
+            anchors=[{"label": hop.there, "id": other_id, "name": other_name}],
+        )
     return None
 
 
-
-
-def _rank_instance(ctx: TemplateContext, answer_type: str, match_text: str, params: dict[str, Any],
-                   name_expr: str, score_expr: str, group_desc: str, score_desc: str, pattern: str) -> Instance | None:
+def _rank_instance(
+    ctx: TemplateContext,
+    answer_type: str,
+    match_text: str,
+    params: dict[str, Any],
+    name_expr: str,
+    score_expr: str,
+    group_desc: str,
+    score_desc: str,
+    pattern: str,
+) -> Instance | None:
     """``ORDER BY score DESC, name LIMIT k`` (k = 1, or TOP_K for a set): the query ranks, the
     program reads the top row (or the column). A tie in the score at the cut makes the question
     ambiguous: refused by a probe with ``LIMIT k + 1``."""
@@ -370,7 +419,10 @@ def _rank_instance(ctx: TemplateContext, answer_type: str, match_text: str, para
     if answer_type == "entity":
         question, compute = f"Among the {group_desc}, which one has {score_desc}?", "scalar"
     elif answer_type == "number":
-        question, compute = f"Among the {group_desc}, what is {score_desc.replace('the most', 'the largest number of')}?", "second"
+        question, compute = (
+            f"Among the {group_desc}, what is {score_desc.replace('the most', 'the largest number of')}?",
+            "second",
+        )
     else:
         question, compute = f"Which {TOP_K} of the {group_desc} have {score_desc}?", "set"
     return Instance(question, [(text, params)], compute, answer_type, pattern)
@@ -388,8 +440,17 @@ def one_hop_rank(ctx: TemplateContext, answer_type: str) -> Instance | None:
         score = f"the highest {prop.replace('_', ' ')}"
         if answer_type == "number":
             score = f"the highest {prop.replace('_', ' ')} value"
-        return _rank_instance(ctx, answer_type, match, {"start": ctx.start.id}, f"x.{q(ctx.name(hop.there))}",
-                              f"x.{q(prop)}", desc, score, ctx.pattern_of(hop))
+        return _rank_instance(
+            ctx,
+            answer_type,
+            match,
+            {"start": ctx.start.id},
+            f"x.{q(ctx.name(hop.there))}",
+            f"x.{q(prop)}",
+            desc,
+            score,
+            ctx.pattern_of(hop),
+        )
     return None
 
 
@@ -407,12 +468,19 @@ def one_hop_boolean(ctx: TemplateContext, answer_type: str) -> Instance | None:
         if target is None:
             continue
         other_id, other_name = target
-        text = (f"MATCH {ctx.anchor('s', ctx.start.label)}, {ctx.anchor('y', hop.there, 'other')} "
-                f"RETURN EXISTS {{ MATCH {hop.pattern('s', 'y', there_label=False)} }} AS answer")
+        text = (
+            f"MATCH {ctx.anchor('s', ctx.start.label)}, {ctx.anchor('y', hop.there, 'other')} "
+            f"RETURN EXISTS {{ MATCH {hop.pattern('s', 'y', there_label=False)} }} AS answer"
+        )
         claim = _claim(hop, _start_mention(ctx), ctx.mention(hop.there, other_name))
-        return Instance(f"Is it true that {claim}?", [(text, {"start": ctx.start.id, "other": other_id})],
-                        "scalar", "boolean", "relation_to_find" if ctx.pattern == "relation_to_find" else ctx.pattern_of(hop),
-                        anchors=[{"label": hop.there, "id": other_id, "name": other_name}])
+        return Instance(
+            f"Is it true that {claim}?",
+            [(text, {"start": ctx.start.id, "other": other_id})],
+            "scalar",
+            "boolean",
+            "relation_to_find" if ctx.pattern == "relation_to_find" else ctx.pattern_of(hop),
+            anchors=[{"label": hop.there, "id": other_id, "name": other_name}],
+        )
     return None
 
 
@@ -433,8 +501,10 @@ def _two_hops(ctx: TemplateContext) -> list[tuple[Hop, Hop]]:
 def _multi_match(ctx: TemplateContext, h1: Hop, h2: Hop) -> str:
     o = h2.there
     where = f" WHERE x.{q(ctx.pk(o))} <> $start" if o == ctx.start.label else ""
-    return (f"MATCH {h1.pattern('s', 'm', here_label=True, here_props=ctx.props(ctx.start.label))}, "
-            f"{h2.pattern('m', 'x')}{where}")
+    return (
+        f"MATCH {h1.pattern('s', 'm', here_label=True, here_props=ctx.props(ctx.start.label))}, "
+        f"{h2.pattern('m', 'x')}{where}"
+    )
 
 
 def _multi_desc(ctx: TemplateContext, h1: Hop, h2: Hop) -> str:
@@ -455,8 +525,13 @@ def multi_hop_set(ctx: TemplateContext, answer_type: str) -> Instance | None:
         if not 2 <= n <= MAX_SET_SIZE:
             continue
         text = f"{_multi_match(ctx, h1, h2)} RETURN DISTINCT x.{q(ctx.name(h2.there))} AS answer"
-        return Instance(f"Which are the {_multi_desc(ctx, h1, h2)}?", [(text, {"start": ctx.start.id})],
-                        "set", "set", _multi_pattern(h1, h2))
+        return Instance(
+            f"Which are the {_multi_desc(ctx, h1, h2)}?",
+            [(text, {"start": ctx.start.id})],
+            "set",
+            "set",
+            _multi_pattern(h1, h2),
+        )
     return None
 
 
@@ -466,8 +541,13 @@ def multi_hop_count(ctx: TemplateContext, answer_type: str) -> Instance | None:
         if not ctx.reachable(h1, h2, limit=1):
             continue
         text = f"{_multi_match(ctx, h1, h2)} RETURN count(DISTINCT x) AS answer"
-        return Instance(f"How many distinct {_multi_desc(ctx, h1, h2)} are there?", [(text, {"start": ctx.start.id})],
-                        "scalar", "number", _multi_pattern(h1, h2))
+        return Instance(
+            f"How many distinct {_multi_desc(ctx, h1, h2)} are there?",
+            [(text, {"start": ctx.start.id})],
+            "scalar",
+            "number",
+            _multi_pattern(h1, h2),
+        )
     return None
 
 
@@ -479,8 +559,17 @@ def multi_hop_rank(ctx: TemplateContext, answer_type: str) -> Instance | None:
         group = h1.describe(_start_mention(ctx))
         per = h2.describe("it")
         score = f"the most {per}"
-        return _rank_instance(ctx, answer_type, _multi_match(ctx, h1, h2), {"start": ctx.start.id},
-                              f"m.{q(ctx.name(h1.there))}", "count(DISTINCT x)", group, score, _multi_pattern(h1, h2))
+        return _rank_instance(
+            ctx,
+            answer_type,
+            _multi_match(ctx, h1, h2),
+            {"start": ctx.start.id},
+            f"m.{q(ctx.name(h1.there))}",
+            "count(DISTINCT x)",
+            group,
+            score,
+            _multi_pattern(h1, h2),
+        )
     return None
 
 
@@ -492,12 +581,19 @@ def multi_hop_boolean(ctx: TemplateContext, answer_type: str) -> Instance | None
             continue
         other_id, other_name = target
         inner = f"{h1.pattern('s', 'm')}, {h2.pattern('m', 'y', there_label=False)}"
-        text = (f"MATCH {ctx.anchor('s', ctx.start.label)}, {ctx.anchor('y', h2.there, 'other')} "
-                f"RETURN EXISTS {{ MATCH {inner} }} AS answer")
+        text = (
+            f"MATCH {ctx.anchor('s', ctx.start.label)}, {ctx.anchor('y', h2.there, 'other')} "
+            f"RETURN EXISTS {{ MATCH {inner} }} AS answer"
+        )
         question = f"Is {ctx.mention(h2.there, other_name)} one of the {_multi_desc(ctx, h1, h2)}?"
-        return Instance(question, [(text, {"start": ctx.start.id, "other": other_id})], "scalar", "boolean",
-                        _multi_pattern(h1, h2),
-                        anchors=[{"label": h2.there, "id": other_id, "name": other_name}])
+        return Instance(
+            question,
+            [(text, {"start": ctx.start.id, "other": other_id})],
+            "scalar",
+            "boolean",
+            _multi_pattern(h1, h2),
+            anchors=[{"label": h2.there, "id": other_id, "name": other_name}],
+        )
     return None
 
 
@@ -520,8 +616,10 @@ def _intersection(ctx: TemplateContext, *, need_true: bool = True) -> tuple[Hop,
 
 
 def _inter_match(ctx: TemplateContext, h1: Hop, h2: Hop) -> str:
-    return (f"MATCH {h1.pattern('s', 'x', here_label=True, here_props=ctx.props(ctx.start.label))}, "
-            f"{h2.pattern('x', 'o', there_props=ctx.props(h2.there, 'other'))}")
+    return (
+        f"MATCH {h1.pattern('s', 'x', here_label=True, here_props=ctx.props(ctx.start.label))}, "
+        f"{h2.pattern('x', 'o', there_props=ctx.props(h2.there, 'other'))}"
+    )
 
 
 def _inter_desc(ctx: TemplateContext, h1: Hop, h2: Hop, other_name: str) -> str:
@@ -538,8 +636,14 @@ def intersection_set(ctx: TemplateContext, answer_type: str) -> Instance | None:
         return None
     h1, h2, oid, oname = found
     text = f"{_inter_match(ctx, h1, h2)} RETURN DISTINCT x.{q(ctx.name(h1.there))} AS answer"
-    return Instance(f"Which are the {_inter_desc(ctx, h1, h2, oname)}?", [(text, {"start": ctx.start.id, "other": oid})],
-                    "set", "set", "hybrid", anchors=[{"label": h2.there, "id": oid, "name": oname}])
+    return Instance(
+        f"Which are the {_inter_desc(ctx, h1, h2, oname)}?",
+        [(text, {"start": ctx.start.id, "other": oid})],
+        "set",
+        "set",
+        "hybrid",
+        anchors=[{"label": h2.there, "id": oid, "name": oname}],
+    )
 
 
 @template("intersection", "aggregation", ["number"])
@@ -549,9 +653,14 @@ def intersection_count(ctx: TemplateContext, answer_type: str) -> Instance | Non
         return None
     h1, h2, oid, oname = found
     text = f"{_inter_match(ctx, h1, h2)} RETURN count(DISTINCT x) AS answer"
-    return Instance(f"How many {_inter_desc(ctx, h1, h2, oname)} are there?",
-                    [(text, {"start": ctx.start.id, "other": oid})], "scalar", "number", "hybrid",
-                    anchors=[{"label": h2.there, "id": oid, "name": oname}])
+    return Instance(
+        f"How many {_inter_desc(ctx, h1, h2, oname)} are there?",
+        [(text, {"start": ctx.start.id, "other": oid})],
+        "scalar",
+        "number",
+        "hybrid",
+        anchors=[{"label": h2.there, "id": oid, "name": oname}],
+    )
 
 
 @template("intersection", "boolean", ["boolean"])
@@ -561,12 +670,19 @@ def intersection_boolean(ctx: TemplateContext, answer_type: str) -> Instance | N
         return None
     h1, h2, oid, oname = found
     inner = f"{h1.pattern('s', 'x')}, {h2.pattern('x', 'o', there_label=False)}"
-    text = (f"MATCH {ctx.anchor('s', ctx.start.label)}, {ctx.anchor('o', h2.there, 'other')} "
-            f"RETURN EXISTS {{ MATCH {inner} }} AS answer")
+    text = (
+        f"MATCH {ctx.anchor('s', ctx.start.label)}, {ctx.anchor('o', h2.there, 'other')} "
+        f"RETURN EXISTS {{ MATCH {inner} }} AS answer"
+    )
     desc = _inter_desc(ctx, h1, h2, oname)
-    return Instance(f"Is there at least one of the {desc}?", [(text, {"start": ctx.start.id, "other": oid})],
-                    "scalar", "boolean", "hybrid",
-                    anchors=[{"label": h2.there, "id": oid, "name": oname}])
+    return Instance(
+        f"Is there at least one of the {desc}?",
+        [(text, {"start": ctx.start.id, "other": oid})],
+        "scalar",
+        "boolean",
+        "hybrid",
+        anchors=[{"label": h2.there, "id": oid, "name": oname}],
+    )
 
 
 @template("intersection", "ranking", ["entity"])
@@ -580,9 +696,17 @@ def intersection_rank(ctx: TemplateContext, answer_type: str) -> Instance | None
         return None
     prop = ctx.pick(nums)
     match = f"{_inter_match(ctx, h1, h2)} WHERE x.{q(prop)} IS NOT NULL"
-    inst = _rank_instance(ctx, answer_type, match, {"start": ctx.start.id, "other": oid},
-                          f"x.{q(ctx.name(h1.there))}", f"x.{q(prop)}", _inter_desc(ctx, h1, h2, oname),
-                          f"the highest {prop.replace('_', ' ')}", "hybrid")
+    inst = _rank_instance(
+        ctx,
+        answer_type,
+        match,
+        {"start": ctx.start.id, "other": oid},
+        f"x.{q(ctx.name(h1.there))}",
+        f"x.{q(prop)}",
+        _inter_desc(ctx, h1, h2, oname),
+        f"the highest {prop.replace('_', ' ')}",
+        "hybrid",
+    )
     if inst is None:
         return None
     inst.anchors = [{"label": h2.there, "id": oid, "name": oname}]
@@ -654,11 +778,18 @@ def _compared(ctx: TemplateContext) -> tuple[Any, str, str, str, str, str, str] 
     return oid, oname, a_expr, b_expr, more, what, match
 
 
-def _compare_instance(ctx: TemplateContext, c: tuple[Any, ...], question: str, returned: str,
-                      answer_type: str) -> Instance:
+def _compare_instance(
+    ctx: TemplateContext, c: tuple[Any, ...], question: str, returned: str, answer_type: str
+) -> Instance:
     oid, oname, *_, match = c
-    return Instance(question, [(f"{match} RETURN {returned} AS answer", {"start": ctx.start.id, "other": oid})],
-                    "scalar", answer_type, "hybrid", anchors=[{"label": ctx.start.label, "id": oid, "name": oname}])
+    return Instance(
+        question,
+        [(f"{match} RETURN {returned} AS answer", {"start": ctx.start.id, "other": oid})],
+        "scalar",
+        answer_type,
+        "hybrid",
+        anchors=[{"label": ctx.start.label, "id": oid, "name": oname}],
+    )
 
 
 @template("comparison", "boolean", ["boolean"])
@@ -667,8 +798,13 @@ def comparison_boolean(ctx: TemplateContext, answer_type: str) -> Instance | Non
     if c is None:
         return None
     oid, oname, a_expr, b_expr, more, _, _ = c
-    return _compare_instance(ctx, c, f"Does {_start_mention(ctx)} have {more} than {ctx.mention(ctx.start.label, oname)}?",
-                             f"{a_expr} > {b_expr}", "boolean")
+    return _compare_instance(
+        ctx,
+        c,
+        f"Does {_start_mention(ctx)} have {more} than {ctx.mention(ctx.start.label, oname)}?",
+        f"{a_expr} > {b_expr}",
+        "boolean",
+    )
 
 
 @template("comparison", "property", ["entity"])
@@ -678,8 +814,13 @@ def comparison_which(ctx: TemplateContext, answer_type: str) -> Instance | None:
         return None
     oid, oname, a_expr, b_expr, more, _, _ = c
     name = q(ctx.name(ctx.start.label))
-    return _compare_instance(ctx, c, f"Which has {more}: {_start_mention(ctx)} or {ctx.mention(ctx.start.label, oname)}?",
-                             f"CASE WHEN {a_expr} > {b_expr} THEN a.{name} ELSE b.{name} END", "entity")
+    return _compare_instance(
+        ctx,
+        c,
+        f"Which has {more}: {_start_mention(ctx)} or {ctx.mention(ctx.start.label, oname)}?",
+        f"CASE WHEN {a_expr} > {b_expr} THEN a.{name} ELSE b.{name} END",
+        "entity",
+    )
 
 
 @template("comparison", "aggregation", ["number"])
@@ -688,8 +829,14 @@ def comparison_difference(ctx: TemplateContext, answer_type: str) -> Instance | 
     if c is None:
         return None
     oid, oname, a_expr, b_expr, _, what, _ = c
-    return _compare_instance(ctx, c, f"What is the absolute difference in {what} between {_start_mention(ctx)} and "
-                             f"{ctx.mention(ctx.start.label, oname)}?", f"abs({a_expr} - {b_expr})", "number")
+    return _compare_instance(
+        ctx,
+        c,
+        f"What is the absolute difference in {what} between {_start_mention(ctx)} and "
+        f"{ctx.mention(ctx.start.label, oname)}?",
+        f"abs({a_expr} - {b_expr})",
+        "number",
+    )
 
 
 @template("comparison", "ranking", ["entity", "number"])
@@ -705,7 +852,9 @@ def comparison_rank(ctx: TemplateContext, answer_type: str) -> Instance | None:
     listed = ", ".join(f'"{n}"' for n in names[:-1]) + f' and "{names[-1]}"'
     noun = plural(label_noun(label))
     if answer_type == "entity":
-        question = f"Of the {noun} {listed}, which one has the {more.replace('a higher', 'highest').replace('more', 'most')}?"
+        question = (
+            f"Of the {noun} {listed}, which one has the {more.replace('a higher', 'highest').replace('more', 'most')}?"
+        )
     else:
         question = f"Of the {noun} {listed}, what is the largest {what}?"
     inst = _rank_instance(ctx, answer_type, match, {"ids": ids}, f"n.{q(name)}", expr, "", "", "hybrid")
@@ -725,11 +874,19 @@ def comparison_difference_set(ctx: TemplateContext, answer_type: str) -> Instanc
     label = ctx.start.label
     for hop in ctx.hops(lo=1, hi=MAX_SET_SIZE * 2):
         inner = hop.pattern("b", "x", here_label=True, there_label=False, here_props=ctx.props(label, "other"))
-        text = (f"MATCH {ctx.one_hop_pattern(hop)} WHERE NOT EXISTS {{ MATCH {inner} }} "
-                f"RETURN DISTINCT x.{q(ctx.name(hop.there))} AS answer")
+        text = (
+            f"MATCH {ctx.one_hop_pattern(hop)} WHERE NOT EXISTS {{ MATCH {inner} }} "
+            f"RETURN DISTINCT x.{q(ctx.name(hop.there))} AS answer"
+        )
         a, b = hop.describe(_start_mention(ctx)), hop.describe(ctx.mention(label, oname))
-        return Instance(f"Which of the {a} are not among the {b}?", [(text, {"start": ctx.start.id, "other": oid})],
-                        "set", "set", "hybrid", anchors=[{"label": label, "id": oid, "name": oname}])
+        return Instance(
+            f"Which of the {a} are not among the {b}?",
+            [(text, {"start": ctx.start.id, "other": oid})],
+            "set",
+            "set",
+            "hybrid",
+            anchors=[{"label": label, "id": oid, "name": oname}],
+        )
     return None
 
 
@@ -746,8 +903,13 @@ def _optional(ctx: TemplateContext, hop: Hop) -> str:
 def optional_count(ctx: TemplateContext, answer_type: str) -> Instance | None:
     for hop in ctx.hops(lo=0):
         text = f"{_optional(ctx, hop)} RETURN count(DISTINCT x) AS answer"
-        return Instance(f"How many {hop.describe(_start_mention(ctx))} are there (0 if there are none)?",
-                        [(text, {"start": ctx.start.id})], "scalar", "number", ctx.pattern_of(hop))
+        return Instance(
+            f"How many {hop.describe(_start_mention(ctx))} are there (0 if there are none)?",
+            [(text, {"start": ctx.start.id})],
+            "scalar",
+            "number",
+            ctx.pattern_of(hop),
+        )
     return None
 
 
@@ -756,8 +918,13 @@ def optional_any(ctx: TemplateContext, answer_type: str) -> Instance | None:
     empty = ctx.hops(lo=0, hi=0)  # hops with no neighbour: the "no" answers, half the time
     for hop in (empty if empty and ctx.rng.random() < 0.5 else []) + ctx.hops(lo=0):
         text = f"{_optional(ctx, hop)} RETURN count(x) > 0 AS answer"
-        return Instance(f"Are there any {hop.describe(_start_mention(ctx))}?", [(text, {"start": ctx.start.id})],
-                        "scalar", "boolean", ctx.pattern_of(hop))
+        return Instance(
+            f"Are there any {hop.describe(_start_mention(ctx))}?",
+            [(text, {"start": ctx.start.id})],
+            "scalar",
+            "boolean",
+            ctx.pattern_of(hop),
+        )
     return None
 
 
@@ -770,8 +937,13 @@ def optional_property(ctx: TemplateContext, answer_type: str) -> Instance | None
         prop = ctx.pick(props)
         text = f"{_optional(ctx, hop)} RETURN x.{q(prop)} AS answer"
         target = hop.describe_single(_start_mention(ctx))
-        return Instance(f"What is the {prop.replace('_', ' ')} of {target}, if there is one?",
-                        [(text, {"start": ctx.start.id})], "single", answer_type, ctx.pattern_of(hop))
+        return Instance(
+            f"What is the {prop.replace('_', ' ')} of {target}, if there is one?",
+            [(text, {"start": ctx.start.id})],
+            "single",
+            answer_type,
+            ctx.pattern_of(hop),
+        )
     return None
 
 
@@ -779,8 +951,13 @@ def optional_property(ctx: TemplateContext, answer_type: str) -> Instance | None
 def optional_set(ctx: TemplateContext, answer_type: str) -> Instance | None:
     for hop in ctx.hops(lo=2, hi=MAX_SET_SIZE):
         text = f"{_optional(ctx, hop)} RETURN collect(DISTINCT x.{q(ctx.name(hop.there))}) AS answer"
-        return Instance(f"List the {hop.describe(_start_mention(ctx))}, if any.", [(text, {"start": ctx.start.id})],
-                        "collect", "set", ctx.pattern_of(hop))
+        return Instance(
+            f"List the {hop.describe(_start_mention(ctx))}, if any.",
+            [(text, {"start": ctx.start.id})],
+            "collect",
+            "set",
+            ctx.pattern_of(hop),
+        )
     return None
 
 
@@ -809,12 +986,19 @@ def shortest_length(ctx: TemplateContext, answer_type: str) -> Instance | None:
     if far is None:
         return None
     label, oid, oname = far
-    text = (f"MATCH {ctx.anchor('a', ctx.start.label)}, {ctx.anchor('b', label, 'other')} "
-            f"MATCH p = shortestPath((a)-[*..{SHORTEST_MAX_HOPS}]-(b)) RETURN length(p) AS answer")
-    return Instance(f"Ignoring direction, how many relationships are on a shortest path between {_start_mention(ctx)} "
-                    f"and {ctx.mention(label, oname)} (at most {SHORTEST_MAX_HOPS})?",
-                    [(text, {"start": ctx.start.id, "other": oid})], "scalar", "number", "hybrid",
-                    anchors=[{"label": label, "id": oid, "name": oname}])
+    text = (
+        f"MATCH {ctx.anchor('a', ctx.start.label)}, {ctx.anchor('b', label, 'other')} "
+        f"MATCH p = shortestPath((a)-[*..{SHORTEST_MAX_HOPS}]-(b)) RETURN length(p) AS answer"
+    )
+    return Instance(
+        f"Ignoring direction, how many relationships are on a shortest path between {_start_mention(ctx)} "
+        f"and {ctx.mention(label, oname)} (at most {SHORTEST_MAX_HOPS})?",
+        [(text, {"start": ctx.start.id, "other": oid})],
+        "scalar",
+        "number",
+        "hybrid",
+        anchors=[{"label": label, "id": oid, "name": oname}],
+    )
 
 
 @template("shortest_path", "boolean", ["boolean"])
@@ -823,11 +1007,19 @@ def shortest_within(ctx: TemplateContext, answer_type: str) -> Instance | None:
     if far is None:
         return None
     label, oid, oname = far
-    text = (f"MATCH {ctx.anchor('a', ctx.start.label)}, {ctx.anchor('b', label, 'other')} "
-            f"OPTIONAL MATCH p = shortestPath((a)-[*..{WITHIN_HOPS}]-(b)) RETURN p IS NOT NULL AS answer")
-    return Instance(f"Ignoring direction, are {_start_mention(ctx)} and {ctx.mention(label, oname)} connected by a "
-                    f"path of at most {WITHIN_HOPS} relationships?", [(text, {"start": ctx.start.id, "other": oid})],
-                    "scalar", "boolean", "hybrid", anchors=[{"label": label, "id": oid, "name": oname}])
+    text = (
+        f"MATCH {ctx.anchor('a', ctx.start.label)}, {ctx.anchor('b', label, 'other')} "
+        f"OPTIONAL MATCH p = shortestPath((a)-[*..{WITHIN_HOPS}]-(b)) RETURN p IS NOT NULL AS answer"
+    )
+    return Instance(
+        f"Ignoring direction, are {_start_mention(ctx)} and {ctx.mention(label, oname)} connected by a "
+        f"path of at most {WITHIN_HOPS} relationships?",
+        [(text, {"start": ctx.start.id, "other": oid})],
+        "scalar",
+        "boolean",
+        "hybrid",
+        anchors=[{"label": label, "id": oid, "name": oname}],
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -855,9 +1047,16 @@ class TemplateQuizzer:
 
     kind = "template"
 
-    def __init__(self, query_path: Any, schema: GraphSchema, *, seed: int = 0,
-                 limits: SandboxLimits | None = None, max_set_size: int = MAX_SET_SIZE,
-                 attempts_per_candidate: int = 20) -> None:
+    def __init__(
+        self,
+        query_path: Any,
+        schema: GraphSchema,
+        *,
+        seed: int = 0,
+        limits: SandboxLimits | None = None,
+        max_set_size: int = MAX_SET_SIZE,
+        attempts_per_candidate: int = 20,
+    ) -> None:
         self.query_path, self.schema, self.seed = query_path, schema, seed
         self.limits = limits if limits is not None else SandboxLimits()
         self.max_set_size = max_set_size
@@ -904,20 +1103,35 @@ class TemplateQuizzer:
             return None
         return self._run(index, axes, start, nb, inst, used)
 
-    def _run(self, index: int, axes: Axes, start: StartNode, nb: dict[str, Any], inst: Instance,
-             tmpl: Template) -> QACandidate | None:
+    def _run(
+        self, index: int, axes: Axes, start: StartNode, nb: dict[str, Any], inst: Instance, tmpl: Template
+    ) -> QACandidate | None:
         program = build_program(inst.queries, inst.compute)
         cid = candidate_id(self.seed, index, self.kind)
         t0 = time.perf_counter()
         run = run_final_program(self.query_path, self.schema, program, limits=self.limits, episode_id=cid)
-        realized = {"answer_type": inst.answer_type, "question_pattern": inst.pattern, "difficulty": axes.difficulty,
-                    "match_family": tmpl.match_family, "return_family": tmpl.return_family}
+        realized = {
+            "answer_type": inst.answer_type,
+            "question_pattern": inst.pattern,
+            "difficulty": axes.difficulty,
+            "match_family": tmpl.match_family,
+            "return_family": tmpl.return_family,
+        }
         cand = QACandidate(
-            id=cid, quizzer=self.kind, seed=self.seed, index=index, question=inst.question,
-            answer_type=inst.answer_type, axes=axes.to_dict(), start_node=start.to_dict(), neighbourhood=nb,
+            id=cid,
+            quizzer=self.kind,
+            seed=self.seed,
+            index=index,
+            question=inst.question,
+            answer_type=inst.answer_type,
+            axes=axes.to_dict(),
+            start_node=start.to_dict(),
+            neighbourhood=nb,
             trace=[{"kind": "final_program", "code": program, **run.to_dict()}],
-            evidence=[t.to_json() for t in run.evidence], final_program=program,
-            latency_s=round(time.perf_counter() - t0, 4), model="template",
+            evidence=[t.to_json() for t in run.evidence],
+            final_program=program,
+            latency_s=round(time.perf_counter() - t0, 4),
+            model="template",
             meta={"template": tmpl.name, "realized_axes": realized, "anchors": inst.anchors},
         )
         if run.failure_reason == "truncated_evidence":

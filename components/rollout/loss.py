@@ -24,10 +24,12 @@ def completion_logprobs(model: Any, prompt_ids: Sequence[int], completion_ids: S
     logits = model(input_ids=ids).logits[0, :-1].float()
     targets = ids[0, 1:]
     logp = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])[:, 0]
-    return logp[len(prompt_ids) - 1:]
+    return logp[len(prompt_ids) - 1 :]
 
 
-def masked_nll(model: Any, prompt_ids: Sequence[int], completion_ids: Sequence[int], loss_mask: Sequence[int]) -> torch.Tensor:
+def masked_nll(
+    model: Any, prompt_ids: Sequence[int], completion_ids: Sequence[int], loss_mask: Sequence[int]
+) -> torch.Tensor:
     """Mean negative log-likelihood over the model's own tokens (``loss_mask == 1``)."""
     if len(completion_ids) != len(loss_mask):
         raise ValueError("loss_mask must have one entry per completion token")

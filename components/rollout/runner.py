@@ -1,5 +1,5 @@
-"""Multi-turn rollouts: any tool environment (Part 2) + any token-level generation backend →
-:class:`RolloutRecord` with a loss mask.
+"""Multi-turn rollouts: any tool environment (docs/tools.md, "One episode interface") + any
+token-level generation backend → :class:`RolloutRecord` with a loss mask.
 
 A rollout is **one token sequence**. The prompt is the chat-templated task (system + user, with
 the generation prompt); after it, the model's own tokens and the environment's inserted tokens
@@ -43,7 +43,16 @@ from components.llm.base import Generation, SamplingParams
 from components.rubric.metrics import normalize_answer, set_members
 from components.tools.env import ToolEnvironment
 
-__all__ = ["CODE_STOPS", "STOPS", "RolloutConfig", "RolloutRecord", "RolloutRunner", "TokenBackend", "TrajectoryStats", "evidence_hit"]
+__all__ = [
+    "CODE_STOPS",
+    "STOPS",
+    "RolloutConfig",
+    "RolloutRecord",
+    "RolloutRunner",
+    "TokenBackend",
+    "TrajectoryStats",
+    "evidence_hit",
+]
 
 STOPS = ("</graph>", "</answer>")  # tag-protocol steps (Graph-CoT, graph IR)
 CODE_STOPS = ("```\n", "</answer>")  # Python + Cypher steps end at the closing fence
@@ -115,10 +124,17 @@ class RolloutRecord:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"row": self.row, "prompt_ids": self.prompt_ids, "completion_ids": self.completion_ids,
-                "loss_mask": self.loss_mask, "completion_text": self.completion_text, "trace": self.trace,
-                "stats": None if self.stats is None else self.stats.to_dict(), "wall_s": self.wall_s,
-                "evidence": list(self.evidence)}
+        return {
+            "row": self.row,
+            "prompt_ids": self.prompt_ids,
+            "completion_ids": self.completion_ids,
+            "loss_mask": self.loss_mask,
+            "completion_text": self.completion_text,
+            "trace": self.trace,
+            "stats": None if self.stats is None else self.stats.to_dict(),
+            "wall_s": self.wall_s,
+            "evidence": list(self.evidence),
+        }
 
 
 def evidence_hit(gold: Any, observations: Sequence[str], answer_type: str | None = None) -> bool:
@@ -142,8 +158,9 @@ class RolloutRunner:
     prompt). ``backend`` must offer ``generate_ids`` and a ``tokenizer`` with a chat template.
     """
 
-    def __init__(self, backend: TokenBackend, make_env: Callable[[], ToolEnvironment],
-                 config: RolloutConfig = RolloutConfig()) -> None:
+    def __init__(
+        self, backend: TokenBackend, make_env: Callable[[], ToolEnvironment], config: RolloutConfig = RolloutConfig()
+    ) -> None:
         if not isinstance(backend, TokenBackend):
             raise TypeError("the backend must continue token ids (generate_ids) and expose its tokenizer")
         self.backend, self.make_env, self.config = backend, make_env, config
@@ -153,7 +170,7 @@ class RolloutRunner:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _prompt_ids(self, task: str) -> list[int]:
-        messages = ([{"role": "system", "content": self.config.system_prompt}] if self.config.system_prompt else [])
+        messages = [{"role": "system", "content": self.config.system_prompt}] if self.config.system_prompt else []
         messages.append({"role": "user", "content": task})
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return self._encode(text)
@@ -177,16 +194,27 @@ class RolloutRunner:
                 active = [i for i, f in enumerate(finished) if not f]
                 if not active:
                     break
-                budget = {i: cfg.max_total_tokens - len(records[i].prompt_ids) - len(records[i].completion_ids) for i in active}
+                budget = {
+                    i: cfg.max_total_tokens - len(records[i].prompt_ids) - len(records[i].completion_ids)
+                    for i in active
+                }
                 for i in [i for i in active if budget[i] <= 0]:
                     finished[i] = truncated[i] = True
                 active = [i for i in active if budget[i] > 0]
                 if not active:
                     break
-                params = SamplingParams(max_new_tokens=max(1, min(cfg.max_new_tokens, min(budget[i] for i in active))),
-                                        temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k, stop=cfg.stops,
-                                        seed=None if cfg.seed is None else cfg.seed + 1000 * turn, n=1)
-                gens = self.backend.generate_ids([records[i].prompt_ids + records[i].completion_ids for i in active], params)
+                params = SamplingParams(
+                    max_new_tokens=max(1, min(cfg.max_new_tokens, min(budget[i] for i in active))),
+                    temperature=cfg.temperature,
+                    top_p=cfg.top_p,
+                    top_k=cfg.top_k,
+                    stop=cfg.stops,
+                    seed=None if cfg.seed is None else cfg.seed + 1000 * turn,
+                    n=1,
+                )
+                gens = self.backend.generate_ids(
+                    [records[i].prompt_ids + records[i].completion_ids for i in active], params
+                )
                 for i, (g,) in zip(active, gens, strict=True):
                     rec, env = records[i], envs[i]
                     rec.completion_ids += list(g.token_ids)

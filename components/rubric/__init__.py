@@ -1,4 +1,4 @@
-"""Evidence rubric, answer metrics and rewards (SPEC §5)."""
+"""Evidence rubric, answer metrics and rewards (docs/rubric.md)."""
 
 from components.rubric.evidence import (
     EvidenceScore,

@@ -77,7 +77,9 @@ def read_marked(path: str | Path) -> list[MarkedItem | tuple[int, str]]:
     return out
 
 
-def score_files(gold_path: str | Path, pred_path: str | Path, schema: GraphSchema | None = None) -> Iterator[dict[str, Any]]:
+def score_files(
+    gold_path: str | Path, pred_path: str | Path, schema: GraphSchema | None = None
+) -> Iterator[dict[str, Any]]:
     """One result dict per gold item (then one per unmatched prediction / bad line)."""
     gold, pred = read_marked(gold_path), read_marked(pred_path)
     for side, items in (("gold", gold), ("pred", pred)):
@@ -92,15 +94,26 @@ def score_files(gold_path: str | Path, pred_path: str | Path, schema: GraphSchem
         leftovers = list(preds.values())
     else:
         pairs = [(g, p_items[k] if k < len(p_items) else None) for k, g in enumerate(g_items)]
-        leftovers = p_items[len(g_items):]
+        leftovers = p_items[len(g_items) :]
     for g, p in pairs:
         if p is None:
-            yield {"id": g.id, "line": g.line, "ok": False, "code": "missing_prediction",
-                   "message": "no predicted item for this gold item"}
+            yield {
+                "id": g.id,
+                "line": g.line,
+                "ok": False,
+                "code": "missing_prediction",
+                "message": "no predicted item for this gold item",
+            }
             continue
         out: dict[str, Any] = {"id": g.id, "ok": True, **score_evidence(g.queries, p.queries, schema).to_json()}
         if g.answer is not None and p.answer is not None:
             out["answer"] = answer_metrics(p.answer, g.answer, g.answer_type)
         yield out
     for p in leftovers:
-        yield {"id": p.id, "line": p.line, "ok": False, "code": "no_gold", "message": "a predicted item without a gold item"}
+        yield {
+            "id": p.id,
+            "line": p.line,
+            "ok": False,
+            "code": "no_gold",
+            "message": "a predicted item without a gold item",
+        }

@@ -1,4 +1,4 @@
-"""GraphCert's evidence rubric (SPEC §5): how structurally alike two sets of marked Cypher queries are.
+"""GraphCert's evidence rubric: how structurally alike two sets of marked Cypher queries are.
 
 Every query is first reduced by the shared deriver (:func:`components.cypher.features.derive`),
 which removes variable names, aliases and clause order. Then, for one gold and one predicted
@@ -21,7 +21,7 @@ queries (query boundaries erased: patterns, nodes, returns, result shape, ops an
 as multisets, properties and order keys as unions, distinct if any query is); and
 ``S_evidence = 0.70·S_align + 0.30·S_aggregate``. An empty marked set on either side gives 0.
 
-Choices where SPEC §5 is silent (see the README, "Evidence rubric"):
+Choices where the method is silent (docs/rubric.md has them with a worked example):
 
 * **multiset F1 of two empty bags is 1** (both queries agree that there is nothing — e.g. no
   relationship patterns in two node lookups); one empty, one not: 0. This is what makes
@@ -99,16 +99,20 @@ def pair_parts(gold: Derived, pred: Derived) -> dict[str, float]:
 
 
 def _parts(g: _Pooled, p: _Pooled) -> dict[str, float]:
-    shape = (SHAPE_WEIGHTS["patterns"] * multiset_f1(g.patterns, p.patterns)
-             + SHAPE_WEIGHTS["nodes"] * multiset_f1(g.nodes, p.nodes))
-    contract = (CONTRACT_WEIGHTS["returns"] * multiset_f1(g.returns, p.returns)
-                + CONTRACT_WEIGHTS["shape"] * multiset_f1(g.shape, p.shape)
-                + CONTRACT_WEIGHTS["properties"] * multiset_f1(g.properties, p.properties)
-                + CONTRACT_WEIGHTS["distinct"] * float(g.distinct == p.distinct)
-                + CONTRACT_WEIGHTS["order"] * multiset_f1(g.order, p.order))
+    shape = SHAPE_WEIGHTS["patterns"] * multiset_f1(g.patterns, p.patterns) + SHAPE_WEIGHTS["nodes"] * multiset_f1(
+        g.nodes, p.nodes
+    )
+    contract = (
+        CONTRACT_WEIGHTS["returns"] * multiset_f1(g.returns, p.returns)
+        + CONTRACT_WEIGHTS["shape"] * multiset_f1(g.shape, p.shape)
+        + CONTRACT_WEIGHTS["properties"] * multiset_f1(g.properties, p.properties)
+        + CONTRACT_WEIGHTS["distinct"] * float(g.distinct == p.distinct)
+        + CONTRACT_WEIGHTS["order"] * multiset_f1(g.order, p.order)
+    )
     # one query: the families agree or not (half credit each); pooled: multiset F1 of them
-    family = 0.5 * multiset_f1([f[0] for f in g.families], [f[0] for f in p.families]) \
-        + 0.5 * multiset_f1([f[1] for f in g.families], [f[1] for f in p.families])
+    family = 0.5 * multiset_f1([f[0] for f in g.families], [f[0] for f in p.families]) + 0.5 * multiset_f1(
+        [f[1] for f in g.families], [f[1] for f in p.families]
+    )
     return {"shape": shape, "contract": contract, "ops": multiset_f1(g.ops, p.ops), "family": family}
 
 
@@ -190,7 +194,10 @@ def pool(derivations: Sequence[Derived]) -> _Pooled | None:
         return tuple(sorted((x for d in good for x in getattr(d, name)), key=repr))
 
     return _Pooled(
-        patterns=cat("patterns"), nodes=cat("nodes"), returns=cat("returns"), shape=cat("shape"),
+        patterns=cat("patterns"),
+        nodes=cat("nodes"),
+        returns=cat("returns"),
+        shape=cat("shape"),
         properties=tuple(sorted({x for d in good for x in d.properties}, key=repr)),
         distinct=any(d.distinct for d in good),
         order=tuple(sorted({x for d in good for x in d.order}, key=repr)),
@@ -203,7 +210,9 @@ def _pooled_score(g: _Pooled | None, p: _Pooled | None) -> float:
     return 0.0 if g is None or p is None else _combine(_parts(g, p))
 
 
-def s_aggregate(gold: Sequence[str | Derived], pred: Sequence[str | Derived], schema: GraphSchema | None = None) -> float:
+def s_aggregate(
+    gold: Sequence[str | Derived], pred: Sequence[str | Derived], schema: GraphSchema | None = None
+) -> float:
     """S_pair's formula over the features pooled across each side's queries (0 when a side has
     no successful derivation)."""
     return _pooled_score(pool([_as_derived(q, schema) for q in gold]), pool([_as_derived(q, schema) for q in pred]))
@@ -223,17 +232,23 @@ class EvidenceScore:
     def to_json(self) -> dict[str, Any]:
         m = np.array(self.matrix) if self.matrix else np.zeros((0, 0))
         return {
-            "s_align": self.s_align, "s_aggregate": self.s_aggregate, "s_evidence": self.s_evidence,
-            "m": int(m.shape[0]), "n": int(m.shape[1]) if m.ndim == 2 else 0,
-            "s_pair": {"matrix": [list(r) for r in self.matrix],
-                       "best_per_gold": [float(r.max()) for r in m] if m.size else [],
-                       "mean": float(m.mean()) if m.size else 0.0},
+            "s_align": self.s_align,
+            "s_aggregate": self.s_aggregate,
+            "s_evidence": self.s_evidence,
+            "m": int(m.shape[0]),
+            "n": int(m.shape[1]) if m.ndim == 2 else 0,
+            "s_pair": {
+                "matrix": [list(r) for r in self.matrix],
+                "best_per_gold": [float(r.max()) for r in m] if m.size else [],
+                "mean": float(m.mean()) if m.size else 0.0,
+            },
             "failed_derivations": {"gold": self.failed[0], "pred": self.failed[1]},
         }
 
 
-def score_evidence(gold: Sequence[str | Derived], pred: Sequence[str | Derived],
-                   schema: GraphSchema | None = None) -> EvidenceScore:
+def score_evidence(
+    gold: Sequence[str | Derived], pred: Sequence[str | Derived], schema: GraphSchema | None = None
+) -> EvidenceScore:
     """Everything for one item: S_pair matrix, S_align, S_aggregate, S_evidence. An empty marked
     set on either side gives S_evidence = 0."""
     g = [_as_derived(q, schema) for q in gold]
@@ -242,11 +257,18 @@ def score_evidence(gold: Sequence[str | Derived], pred: Sequence[str | Derived],
     align = _align(matrix, len(g), len(p))
     aggregate = _pooled_score(pool(g), pool(p)) if g and p else 0.0
     evidence = EVIDENCE_WEIGHTS["align"] * align + EVIDENCE_WEIGHTS["aggregate"] * aggregate if g and p else 0.0
-    return EvidenceScore(align, aggregate, min(1.0, evidence), tuple(tuple(float(x) for x in r) for r in matrix),
-                         (sum(not d.ok for d in g), sum(not d.ok for d in p)))
+    return EvidenceScore(
+        align,
+        aggregate,
+        min(1.0, evidence),
+        tuple(tuple(float(x) for x in r) for r in matrix),
+        (sum(not d.ok for d in g), sum(not d.ok for d in p)),
+    )
 
 
-def s_evidence(gold: Sequence[str | Derived], pred: Sequence[str | Derived], schema: GraphSchema | None = None) -> float:
+def s_evidence(
+    gold: Sequence[str | Derived], pred: Sequence[str | Derived], schema: GraphSchema | None = None
+) -> float:
     """``0.70·S_align + 0.30·S_aggregate``; 0 when either marked set is empty.
 
     >>> q = "MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN count(p)"

@@ -20,14 +20,12 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Final
 
 __all__ = [
     "answer_metrics",
     "exact_match",
-    "mean_metrics",
     "normalize_answer",
     "raw_exact_match",
     "rouge_l",
@@ -144,10 +142,3 @@ def answer_metrics(prediction: Any, gold: Any, answer_type: str | None = None) -
         "raw_em": raw_exact_match(prediction, gold),
         "rouge_l": rouge_l(prediction, gold, answer_type),
     }
-
-
-def mean_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
-    """Averages of :func:`answer_metrics` rows (empty → zeros)."""
-    keys = ("f1", "em", "raw_em", "rouge_l")
-    n = len(rows)
-    return {k: (sum(r[k] for r in rows) / n if n else 0.0) for k in keys}

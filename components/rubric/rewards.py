@@ -21,7 +21,7 @@ the answer is unparseable.
 * ``grain`` — ``0.5·correct + 0.4·structure + 0.1·format``: ``structure`` the mean of node-F1,
   weighted edge-F1 and exact match of the predicted graph IR (the last ``<graph>`` block)
   against the ground truth (``gold_ir``); ``correct`` the answer matches (normalised, or equal
-  as numbers); ``format`` a valid IR and an answer are present. SPEC §5 names the three terms but
+  as numbers); ``format`` a valid IR and an answer are present. GRAIN names the three terms but
   not their weights: answer correctness stays the main signal, structure recovery is weighted
   close behind it (GRAIN's point is rewarding the intermediate graph), format is a small
   shaping term; an invalid IR scores 0 structure. Range [0, 1].
@@ -63,8 +63,11 @@ def _assistant_turns(completion: Any) -> list[str]:
     if isinstance(completion, Mapping):
         return [str(completion.get("content") or "")]
     if isinstance(completion, Sequence):
-        return [str(m.get("content") or "") for m in completion
-                if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant"]
+        return [
+            str(m.get("content") or "")
+            for m in completion
+            if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant"
+        ]
     return []
 
 
@@ -116,7 +119,9 @@ def _queries(value: Any) -> list[str]:
     return out
 
 
-def graphcert_reward(completions: Sequence[Any], answer: Sequence[Any] | None = None, **kwargs: Any) -> list[float | None]:
+def graphcert_reward(
+    completions: Sequence[Any], answer: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
     """GraphCert: ``R = a + 0.10·(1 − a)·e`` (see the module docstring).
 
     >>> q = "MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN count(p)"
@@ -127,8 +132,11 @@ def graphcert_reward(completions: Sequence[Any], answer: Sequence[Any] | None = 
     n = len(completions)
     gold = _column({"answer": answer}, "answer", n)
     types = _column(kwargs, "answer_type", n)
-    gold_ev = _column(kwargs, "evidence_queries", n) if kwargs.get("evidence_queries") is not None \
+    gold_ev = (
+        _column(kwargs, "evidence_queries", n)
+        if kwargs.get("evidence_queries") is not None
         else _column(kwargs, "evidence_json", n)
+    )
     pred_ev = _column(kwargs, "pred_evidence", n)
     out: list[float | None] = []
     for comp, g, t, gq, pq in zip(completions, gold, types, gold_ev, pred_ev, strict=True):
@@ -155,11 +163,14 @@ def _valid_format(completion: Any) -> bool:
     return kinds[-1] is StepKind.ANSWER and all(k in (StepKind.CALL, StepKind.ANSWER) for k in kinds[:-1])
 
 
-def graphdancer_reward(completions: Sequence[Any], answer: Sequence[Any] | None = None, **kwargs: Any) -> list[float | None]:
+def graphdancer_reward(
+    completions: Sequence[Any], answer: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
     """GraphDancer: ``EM − 0.2·EM·(1 − VF) + 0.1·(1 − EM)·VF·AP``.
 
     >>> good = "<think>done</think><answer>Paris</answer>"
-    >>> graphdancer_reward([good, "<answer>Paris</answer>", "<think>x</think><answer>Rome</answer>"], answer=["Paris"] * 3)
+    >>> graphdancer_reward([good, "<answer>Paris</answer>", "<think>x</think><answer>Rome</answer>"],
+    ...                    answer=["Paris"] * 3)
     [1.0, 0.8, 0.1]
     """
     n = len(completions)

@@ -22,19 +22,28 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["STAGING_PREFIX", "StorageError", "as_storage_error", "make_dirs", "new_staging_dir", "relocate", "staged_dir", "sweep_staging"]
+__all__ = [
+    "STAGING_PREFIX",
+    "StorageError",
+    "as_storage_error",
+    "land",
+    "make_dirs",
+    "new_staging_dir",
+    "staged_dir",
+    "sweep_staging",
+]
 
 STAGING_PREFIX = ".staging-"
 
 _ADVICE = {
     errno.ENOSPC: "the disk is full: free space (or point GRAPHDOJO_DATA at a larger disk) and re-run; "
-                  "nothing partial was kept",
+    "nothing partial was kept",
     errno.EDQUOT: "the disk quota is exhausted: free space (or point GRAPHDOJO_DATA elsewhere) and re-run",
     errno.EFBIG: "the file size limit was reached (ulimit -f): raise it and re-run",
     errno.EACCES: "permission denied: make the data folder writable by this user "
-                  "(or point GRAPHDOJO_DATA at one that is)",
+    "(or point GRAPHDOJO_DATA at one that is)",
     errno.EPERM: "operation not permitted: make the data folder writable by this user "
-                 "(or point GRAPHDOJO_DATA at one that is)",
+    "(or point GRAPHDOJO_DATA at one that is)",
     errno.EROFS: "the file system is read-only: point GRAPHDOJO_DATA at a writable folder",
 }
 
@@ -67,9 +76,13 @@ def as_storage_error(exc: BaseException, path: str | Path | None = None) -> Stor
     code = exc.errno if isinstance(exc, OSError) else None
     if code is None:
         text = str(exc).lower()
-        for needle, guess in (("no space left", errno.ENOSPC), ("permission denied", errno.EACCES),
-                              ("read-only file system", errno.EROFS), ("disk quota", errno.EDQUOT),
-                              ("file too large", errno.EFBIG)):
+        for needle, guess in (
+            ("no space left", errno.ENOSPC),
+            ("permission denied", errno.EACCES),
+            ("read-only file system", errno.EROFS),
+            ("disk quota", errno.EDQUOT),
+            ("file too large", errno.EFBIG),
+        ):
             if needle in text:
                 code = guess
                 break
@@ -92,7 +105,7 @@ def _host() -> str:
 def _owner_alive(name: str) -> bool:
     """Whether the process that created staging entry ``name`` may still be running. Entries of
     other hosts (a shared volume) are never judged from here."""
-    pid, _, rest = name[len(STAGING_PREFIX):].partition("-")
+    pid, _, rest = name[len(STAGING_PREFIX) :].partition("-")
     host = rest.split("-", 1)[0]
     if host != _host():
         return True
@@ -149,9 +162,14 @@ def new_staging_dir(parent: str | Path, name: str = "artifact") -> Path:
     return path
 
 
-def relocate(paths: dict[str, str], staging: Path, final: Path) -> dict[str, str]:
-    """``paths`` written under ``staging`` as they read once the folder landed at ``final``."""
-    return {k: str(final / Path(v).relative_to(staging)) for k, v in paths.items()}
+def land(staging: Path, final: Path) -> None:
+    """Move the complete folder ``staging`` to ``final`` with one rename, replacing an older
+    ``final`` (an incomplete earlier attempt) — which is moved aside first and then removed."""
+    if final.exists():
+        old = final.parent / _staging_name(f"old-{final.name}")
+        final.rename(old)
+        shutil.rmtree(old, ignore_errors=True)
+    staging.rename(final)
 
 
 @contextmanager
@@ -164,11 +182,7 @@ def staged_dir(final: str | Path) -> Iterator[Path]:
     staging = new_staging_dir(final.parent, final.name)
     try:
         yield staging
-        if final.exists():
-            old = final.parent / _staging_name(f"old-{final.name}")
-            final.rename(old)
-            shutil.rmtree(old, ignore_errors=True)
-        staging.rename(final)
+        land(staging, final)
     except BaseException as exc:
         shutil.rmtree(staging, ignore_errors=True)
         storage = as_storage_error(exc, final) if isinstance(exc, Exception) else None

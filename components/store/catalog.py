@@ -117,8 +117,7 @@ class Catalog:
     def latest(self, asset: str, domain: str) -> ArtifactRecord | None:
         with self._connect() as con:
             row = con.execute(
-                "SELECT * FROM artifacts WHERE asset = ? AND domain = ? "
-                "ORDER BY created_at DESC LIMIT 1",
+                "SELECT * FROM artifacts WHERE asset = ? AND domain = ? ORDER BY created_at DESC LIMIT 1",
                 [asset, domain],
             ).fetchone()
         return None if row is None else self._row(row)

@@ -1,8 +1,8 @@
 """Lineage fingerprints: a hash chain like ``datasets``' ``update_fingerprint``.
 
-An artifact's fingerprint hashes its parents' fingerprints, the code/config version of the step
-that made it, and its parameters — so "this dataset came from that snapshot with that config"
-is checkable from the catalog alone.
+An artifact's fingerprint hashes its parents' fingerprints, the code version of the step that
+made it (:mod:`components.store.digest`), and its parameters — so "this dataset came from that
+snapshot with that config" is checkable from the catalog alone.
 """
 
 from __future__ import annotations
@@ -13,12 +13,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["chain_fingerprint", "code_digest", "hash_path", "read_parquet", "write_parquet"]
+__all__ = ["chain_fingerprint", "hash_path", "read_parquet", "write_parquet"]
 
 
 def chain_fingerprint(parents: Iterable[str], version: str, params: Mapping[str, Any]) -> str:
-    """>>> chain_fingerprint(["abc"], "v1", {"n": 1}) == chain_fingerprint(["abc"], "v1", {"n": 1})
+    """A 32-hex-digit hash of the parents (in order), the version and the params.
+
+    >>> chain_fingerprint(["abc"], "v1", {"n": 1}) == chain_fingerprint(["abc"], "v1", {"n": 1})
     True
+    >>> chain_fingerprint(["abc"], "v1", {"n": 1}) == chain_fingerprint(["abc"], "v2", {"n": 1})
+    False
     """
     payload = json.dumps(
         {"parents": list(parents), "version": version, "params": params},
@@ -39,15 +43,6 @@ def hash_path(path: str | Path) -> str:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
         h.update(b"\0")
-    return h.hexdigest()
-
-
-def code_digest(folder: str | Path) -> str:
-    """Hash of a package folder's ``*.py`` sources: a step's changed code gives its artifacts a
-    new fingerprint."""
-    h = hashlib.blake2b(digest_size=8)
-    for f in sorted(Path(folder).glob("*.py")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
 

@@ -42,18 +42,49 @@ import traceback
 
 # Modules user code may import (loaded now, before the filter forbids opening files).
 ALLOWED_MODULES = (
-    "math", "cmath", "json", "re", "collections", "collections.abc", "itertools", "functools",
-    "statistics", "datetime", "string", "heapq", "bisect", "random", "decimal", "fractions",
-    "operator", "typing", "dataclasses", "copy", "pprint", "textwrap", "unicodedata", "enum",
-    "numbers", "hashlib",
+    "math",
+    "cmath",
+    "json",
+    "re",
+    "collections",
+    "collections.abc",
+    "itertools",
+    "functools",
+    "statistics",
+    "datetime",
+    "string",
+    "heapq",
+    "bisect",
+    "random",
+    "decimal",
+    "fractions",
+    "operator",
+    "typing",
+    "dataclasses",
+    "copy",
+    "pprint",
+    "textwrap",
+    "unicodedata",
+    "enum",
+    "numbers",
+    "hashlib",
 )
 for _name in ALLOWED_MODULES:
     __import__(_name)
 
 #: Modules that give raw memory or system-call access: never loaded by the kernel (the tests check
 #: that none is in an episode's memory), and not loadable once the filter forbids opening files.
-RAW_ACCESS_MODULES = ("ctypes", "_ctypes", "mmap", "socket", "_socket", "_posixsubprocess", "select", "fcntl",
-                      "termios")
+RAW_ACCESS_MODULES = (
+    "ctypes",
+    "_ctypes",
+    "mmap",
+    "socket",
+    "_socket",
+    "_posixsubprocess",
+    "select",
+    "fcntl",
+    "termios",
+)
 
 _REQ_FD, _RESP_FD = int(sys.argv[1]), int(sys.argv[2])
 _MAX_MESSAGE = 16 * 1024 * 1024
@@ -163,9 +194,15 @@ def cypher(query, **params):
     reply = _request({"op": "cypher", "query": query, "params": params})
     r = reply["result"]
     obj = TracedResult(
-        id=r["id"], query=r["query"], params=r["params"], columns=tuple(r["columns"]),
-        rows=tuple(tuple(row) for row in r["rows"]), row_count=r["row_count"],
-        truncated=r["truncated"], ordered=r["ordered"], result_hash=r["result_hash"],
+        id=r["id"],
+        query=r["query"],
+        params=r["params"],
+        columns=tuple(r["columns"]),
+        rows=tuple(tuple(row) for row in r["rows"]),
+        row_count=r["row_count"],
+        truncated=r["truncated"],
+        ordered=r["ordered"],
+        result_hash=r["result_hash"],
     )
     _GENUINE[id(obj)] = (obj, r["id"])
     return obj
@@ -184,14 +221,18 @@ def mark_evidence(*results):
             )
         entry = _GENUINE.get(id(r))
         if entry is None or entry[0] is not r:
-            raise SandboxError(
-                "this TracedResult was not returned by cypher() in this episode", "forged_evidence"
-            )
-        payload.append({
-            "id": r.id, "query": r.query, "params": r.params, "columns": list(r.columns),
-            "rows": [list(x) for x in r.rows], "truncated": r.truncated,
-            "result_hash": r.result_hash,
-        })
+            raise SandboxError("this TracedResult was not returned by cypher() in this episode", "forged_evidence")
+        payload.append(
+            {
+                "id": r.id,
+                "query": r.query,
+                "params": r.params,
+                "columns": list(r.columns),
+                "rows": [list(x) for x in r.rows],
+                "truncated": r.truncated,
+                "result_hash": r.result_hash,
+            }
+        )
     return _request({"op": "mark_evidence", "results": payload})["marked"]
 
 
@@ -349,8 +390,11 @@ def _prepare(hello, outer_pid):
     for name in ("open", "input", "breakpoint", "exit", "quit", "help"):
         safe_builtins.pop(name, None)
     namespace = {
-        "__builtins__": safe_builtins, "__name__": "__sandbox__",
-        "cypher": cypher, "mark_evidence": mark_evidence, "select_schema": select_schema,
+        "__builtins__": safe_builtins,
+        "__name__": "__sandbox__",
+        "cypher": cypher,
+        "mark_evidence": mark_evidence,
+        "select_schema": select_schema,
         "TracedResult": TracedResult,
     }
     if raw is not None:
@@ -403,8 +447,10 @@ def _fork_episode(hello, run_episode):
     try:
         pid = _native().fork_into(flags) if flags else os.fork()
     except OSError as exc:
-        failure = (f"isolation unavailable: cannot create namespaces ({exc.strerror or exc}); "
-                   "run as root or enable unprivileged user namespaces")
+        failure = (
+            f"isolation unavailable: cannot create namespaces ({exc.strerror or exc}); "
+            "run as root or enable unprivileged user namespaces"
+        )
         pid = os.fork()
     if pid == 0:
         code = 0
@@ -449,8 +495,14 @@ def _serve(hello):
         os.close(go)
         spare = _fork_spare(hello)  # ... while the one after it is forked
         code = _reap(pid)
-        _send({"op": "reaped", "pid": pid, "signal": code - 128 if code > 128 else None,
-               "exit": code if code <= 128 else None})
+        _send(
+            {
+                "op": "reaped",
+                "pid": pid,
+                "signal": code - 128 if code > 128 else None,
+                "exit": code if code <= 128 else None,
+            }
+        )
 
 
 def _fork_spare(hello):
@@ -481,8 +533,12 @@ def _dedicated(hello):
         if not hello.get("allow_weak_isolation"):
             _send({"op": "ready", "ok": False, "error": f"isolation unavailable: {exc}"})
             return
-    pid = _fork_episode(hello, lambda outer, failure: _episode(
-        hello["limits"], (None, failure, None) if failure else _prepare(hello, outer), outer))
+    pid = _fork_episode(
+        hello,
+        lambda outer, failure: _episode(
+            hello["limits"], (None, failure, None) if failure else _prepare(hello, outer), outer
+        ),
+    )
     _close_pipes()
     os._exit(_reap(pid))
 

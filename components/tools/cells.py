@@ -28,8 +28,9 @@ Pair = tuple[int, str | None]
 
 
 def is_path(value: Any) -> bool:
-    return isinstance(value, Mapping) and set(value) == {"nodes", "relationships"} \
-        and isinstance(value.get("nodes"), list)
+    return (
+        isinstance(value, Mapping) and set(value) == {"nodes", "relationships"} and isinstance(value.get("nodes"), list)
+    )
 
 
 def _scalar(value: Any) -> bool:

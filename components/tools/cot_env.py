@@ -34,7 +34,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from components.tools.graph_cot import CallError, ErrorCode, GraphCall, GraphCoT, error_observation
 from components.tools.env import (
     EPISODE_OVER,
     T_MAX,
@@ -45,6 +44,7 @@ from components.tools.env import (
     information_block,
     register_environment,
 )
+from components.tools.graph_cot import CallError, ErrorCode, GraphCall, GraphCoT, error_observation
 from components.tools.protocol import GRAPH_FUNCTIONS, CallProblemCode, Step, StepKind, parse_step
 
 __all__ = [
@@ -158,7 +158,11 @@ class GraphCoTEnvironment(RoundLoop):
         if step.kind is StepKind.INVALID_CALL:
             code = _INVALID_CALL_CODES.get(step.problem or CallProblemCode.NOT_A_CALL, ErrorCode.NOT_A_CALL)
             observation = error_observation(code, step.function)
-            return GraphCall(step.function or "", (), observation, CallError(code, step.reason or "")), observation, False
+            return (
+                GraphCall(step.function or "", (), observation, CallError(code, step.reason or "")),
+                observation,
+                False,
+            )
         return None, MALFORMED_OUTPUT, False
 
     # -- tools (one round each) ------------------------------------------------------------
@@ -166,15 +170,11 @@ class GraphCoTEnvironment(RoundLoop):
         if self.trace.done:
             return EPISODE_OVER
         if self._in_final_turn():
-            self._record(
-                RoundRecord(self.rounds_used + 1, None, StepKind.CALL, "loop limit reached", over_limit=True)
-            )
+            self._record(RoundRecord(self.rounds_used + 1, None, StepKind.CALL, "loop limit reached", over_limit=True))
             self._halt()
             return EPISODE_OVER
         call = self.api.call(function, args)
-        self._record(
-            RoundRecord(self.rounds_used + 1, None, StepKind.CALL, None, call, call.observation, True)
-        )
+        self._record(RoundRecord(self.rounds_used + 1, None, StepKind.CALL, None, call, call.observation, True))
         return call.observation
 
     def retrieve_node(self, text: str) -> str:

@@ -22,14 +22,21 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from components.graph.schema import GraphSchema
-from components.tools.env import ParsedStep, RoundLoop, T_MAX, register_environment
+from components.tools.env import T_MAX, ParsedStep, RoundLoop, register_environment
 from components.tools.graph_ir import SolveOptions, graph_tool_result
 from components.tools.protocol import StepKind
 from components.tools.sandbox import CellResult, SandboxEpisode, SandboxLimits
 from components.tools.traced import TracedResult
 
-__all__ = ["GRAPH_IR_SYSTEM_PROMPT", "CodeCall", "GraphIREnvironment", "IRCall", "PythonCypherEnvironment",
-           "python_cypher_envs", "returned_node_ids"]
+__all__ = [
+    "GRAPH_IR_SYSTEM_PROMPT",
+    "CodeCall",
+    "GraphIREnvironment",
+    "IRCall",
+    "PythonCypherEnvironment",
+    "python_cypher_envs",
+    "returned_node_ids",
+]
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _CODE = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.S)
@@ -105,7 +112,9 @@ class PythonCypherEnvironment(RoundLoop):
         question = row.get("question")
         if not isinstance(question, str):
             return ""
-        return _PY_PROMPT.format(max_rounds=self.max_rounds, schema=self.schema.to_text(counts=False), question=question)
+        return _PY_PROMPT.format(
+            max_rounds=self.max_rounds, schema=self.schema.to_text(counts=False), question=question
+        )
 
     def parse(self, model_text: str) -> ParsedStep:
         answers, codes = _ANSWER.findall(model_text), _CODE.findall(model_text)
@@ -156,7 +165,9 @@ class IRCall:
 class GraphIREnvironment(RoundLoop):
     """GRAIN's graph-IR tool as an episode."""
 
-    def __init__(self, *, options: SolveOptions | None = None, max_rounds: int = T_MAX, final_answer_turn: bool = True) -> None:
+    def __init__(
+        self, *, options: SolveOptions | None = None, max_rounds: int = T_MAX, final_answer_turn: bool = True
+    ) -> None:
         super().__init__(max_rounds=max_rounds, final_answer_turn=final_answer_turn)
         self.options = options
 
@@ -189,8 +200,8 @@ class GraphIREnvironment(RoundLoop):
 # GRAIN's instructions for the graph-IR environment (a system prompt; the task is the user turn)
 GRAPH_IR_SYSTEM_PROMPT: Final = (
     "You solve graph problems with a graph tool. First write the problem as JSON inside "
-    "<graph>…</graph>: {\"problem_type\": …, \"graph\": {\"type\": \"adjacency_list\", \"data\": {node: "
-    "{neighbour: weight}}, \"directed\": false, \"weighted\": true}, \"parameters\": {…}}. The tool replies "
+    '<graph>…</graph>: {"problem_type": …, "graph": {"type": "adjacency_list", "data": {node: '
+    '{neighbour: weight}}, "directed": false, "weighted": true}, "parameters": {…}}. The tool replies '
     "inside <result>…</result>. Then give the final answer inside <answer>…</answer>."
 )
 

@@ -64,8 +64,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from components.cypher.query_path import ReadOnlyQueryPath
 from components.graph.backend import GraphBackend
 from components.graph.errors import GraphError
-from components.graph.schema import quote_identifier
-from components.graph.schema import GraphSchema
+from components.graph.schema import GraphSchema, quote_identifier
 from components.tools.protocol import GRAPH_FUNCTIONS, canonical_function
 from components.tools.retriever import DEFAULT_TOP_K, NodeKey
 
@@ -114,8 +113,7 @@ _FEATURE_MISSING = (
 )
 _NO_MATCH = "There is no information that can be matched in the database. Please try another query."
 _BAD_ARGUMENTS = {
-    "RetrieveNode": "There is something wrong with the arguments for node retrieval. "
-    "Expect: RetrieveNode[keyword].",
+    "RetrieveNode": "There is something wrong with the arguments for node retrieval. Expect: RetrieveNode[keyword].",
     "NodeFeature": "There is something wrong with the arguments for node checking. "
     "Expect: NodeFeature[node_id, feature_name].",
     "NeighborCheck": "There is something wrong with the arguments for neighbour checking. "
@@ -373,17 +371,29 @@ class GraphCoT:
         except _CallFailed as failed:
             err = failed.error
             return GraphCall(
-                name, args, error_observation(err.code, name, err.detail), err,
+                name,
+                args,
+                error_observation(err.code, name, err.detail),
+                err,
                 elapsed_ms=(time.perf_counter() - start) * 1e3,
             )
         except GraphError as exc:
             err = CallError(ErrorCode.GRAPH_ERROR, f"{exc.code}: {exc}")
             return GraphCall(
-                name, args, error_observation(err.code, name, str(exc)), err,
+                name,
+                args,
+                error_observation(err.code, name, str(exc)),
+                err,
                 elapsed_ms=(time.perf_counter() - start) * 1e3,
             )
         return GraphCall(
-            name, args, observation, None, node_ids, subject, truncated,
+            name,
+            args,
+            observation,
+            None,
+            node_ids,
+            subject,
+            truncated,
             (time.perf_counter() - start) * 1e3,
         )
 
@@ -488,8 +498,7 @@ class GraphCoT:
             raise _CallFailed(ErrorCode.UNKNOWN_FEATURE, f"label {key.label} has no property {feature!r}")
         pk = quote_identifier(self.schema.labels[key.label].primary_key)
         result = self.query.run(
-            f"MATCH (n:{quote_identifier(key.label)}) WHERE n.{pk} = $id "
-            f"RETURN n.{quote_identifier(prop)} AS value",
+            f"MATCH (n:{quote_identifier(key.label)}) WHERE n.{pk} = $id RETURN n.{quote_identifier(prop)} AS value",
             self._param(key),
             limit=1,
         )
@@ -513,8 +522,7 @@ class GraphCoT:
         pattern = f"-{rel}->" if hop.direction == "out" else f"<-{rel}-"
         return (
             f"MATCH (n:{quote_identifier(key.label)}){pattern}(m:{quote_identifier(hop.label)}) "
-            f"WHERE n.{quote_identifier(src.primary_key)} = $id "
-            + returns.format(pk=quote_identifier(dst.primary_key))
+            f"WHERE n.{quote_identifier(src.primary_key)} = $id " + returns.format(pk=quote_identifier(dst.primary_key))
         )
 
     def _param(self, key: NodeKey) -> dict[str, Any]:

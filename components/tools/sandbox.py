@@ -10,7 +10,7 @@ file access; Neo4j-dialect rewriting; a read-only connection underneath), record
 
 Whatever the code does — loops, memory bombs, forks, sockets, file access, ``sys.exit``, crashes,
 huge output, forged evidence — the cell ends with a structured :class:`CellResult` and this
-process keeps running. See the README section "Sandbox guarantees" for the threat model.
+process keeps running. See docs/sandbox.md for the threat model.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ from components.tools.traced import MAX_ROWS, TracedResult
 __all__ = ["CellResult", "SandboxEpisode", "SandboxLimits"]
 
 KERNEL = Path(__file__).with_name("_kernel.py")
+#: code this module runs without importing it (the kernel is a child process's script, and the
+#: native helper is loaded there): part of the code digest of every layer that uses the sandbox
+__code_deps__ = ("components.tools._kernel", "components.tools._gd_isolate")
 
 
 @dataclass(frozen=True)
@@ -255,8 +258,10 @@ class SandboxServer:
             raise RuntimeError("the sandbox server already runs an episode; close it first")
         mine = _hello(self.limits, self.allow_weak_isolation, "hello")
         if {k: hello.get(k) for k in mine} != mine:
-            raise ValueError("a forked episode runs with its server's limits and isolation; "
-                             "create the SandboxServer with the episode's SandboxLimits")
+            raise ValueError(
+                "a forked episode runs with its server's limits and isolation; "
+                "create the SandboxServer with the episode's SandboxLimits"
+            )
         try:
             self._ensure()
             self._drain()
@@ -279,7 +284,10 @@ class SandboxServer:
             deadline = time.monotonic() + 5.0
             while _recv_msg(self._from, deadline, 1 << 24).get("op") != "reaped":
                 pass
-        except Exception:  # noqa: BLE001 - a confused pipe: start over
+        except (_KernelGone, OSError, TypeError, ValueError) as exc:  # a confused pipe: start over
+            import logging
+
+            logging.getLogger(__name__).debug("sandbox server restarted: no clean 'reaped' report (%r)", exc)
             self.restarts += 1
             self.stop()
 
@@ -321,8 +329,10 @@ class SandboxServer:
     def __del__(self) -> None:
         try:
             self.stop()
-        except Exception:  # noqa: BLE001
-            pass
+        except (OSError, TypeError) as exc:  # a process or pipe already gone
+            import logging
+
+            logging.getLogger(__name__).debug("SandboxServer cleanup failed: %r", exc)
 
 
 def _recv_msg(fd: int | None, deadline: float, max_bytes: int) -> dict[str, Any]:
@@ -400,7 +410,9 @@ class SandboxEpisode:
     # -- process lifecycle -------------------------------------------------------------
     def _start(self) -> None:
         if self._server is not None:
-            self._to_child, self._from_child = self._server.fork(self, _hello(self.limits, self.allow_weak_isolation, "hello"))
+            self._to_child, self._from_child = self._server.fork(
+                self, _hello(self.limits, self.allow_weak_isolation, "hello")
+            )
         else:
             self._proc, self._to_child, self._from_child = _spawn_kernel()
             self._send(_hello(self.limits, self.allow_weak_isolation, "hello"))
@@ -437,8 +449,10 @@ class SandboxEpisode:
     def __del__(self) -> None:  # never leave a child behind
         try:
             self._kill()
-        except Exception:  # noqa: BLE001
-            pass
+        except (OSError, TypeError) as exc:  # a process or pipe already gone
+            import logging
+
+            logging.getLogger(__name__).debug("SandboxEpisode %s cleanup failed: %r", self.episode_id, exc)
 
     # -- wire ----------------------------------------------------------------------------
     def _send(self, msg: Mapping[str, Any], deadline: float | None = None) -> None:
@@ -452,7 +466,9 @@ class SandboxEpisode:
             msg = _recv_msg(self._from_child, deadline, self.limits.max_message_bytes)
         except _KernelGone as gone:
             if gone.code == "timeout":
-                raise _KernelGone("timeout", f"the cell exceeded its {self.limits.cell_timeout_s:g} s time limit") from None
+                raise _KernelGone(
+                    "timeout", f"the cell exceeded its {self.limits.cell_timeout_s:g} s time limit"
+                ) from None
             if gone.code == "exited":
                 raise self._gone() from None
             raise
@@ -506,7 +522,10 @@ class SandboxEpisode:
             return {"ok": False, "error": err}
         size = sum(map(json_size, res.rows))
         if self._bytes + size > self.limits.max_episode_bytes:
-            err = {"code": "query_limit", "message": f"the episode's results passed {self.limits.max_episode_bytes} bytes"}
+            err = {
+                "code": "query_limit",
+                "message": f"the episode's results passed {self.limits.max_episode_bytes} bytes",
+            }
             self._record("cypher", query=query, params=params, ok=False, error=err)
             return {"ok": False, "error": err}
         self._bytes += size
@@ -522,8 +541,13 @@ class SandboxEpisode:
         self.registry[traced.id] = traced
         self._cell_new.append(traced)
         self._record(
-            "cypher", query=query, params=params, ok=True, result_id=traced.id,
-            row_count=traced.row_count, truncated=traced.truncated,
+            "cypher",
+            query=query,
+            params=params,
+            ok=True,
+            result_id=traced.id,
+            row_count=traced.row_count,
+            truncated=traced.truncated,
             elapsed_ms=round((time.perf_counter() - start) * 1e3, 3),
         )
         return {"ok": True, "result": traced.to_json()}
@@ -537,7 +561,10 @@ class SandboxEpisode:
             rid = item.get("id") if isinstance(item, dict) else None
             reg = self.registry.get(rid) if isinstance(rid, str) else None
             if reg is None:
-                err = {"code": "forged_evidence", "message": f"result {rid!r} was not produced by cypher() in this episode"}
+                err = {
+                    "code": "forged_evidence",
+                    "message": f"result {rid!r} was not produced by cypher() in this episode",
+                }
                 self._record("mark_evidence", ids=[rid], ok=False, error=err)
                 return {"ok": False, "error": err}
             diff = reg.matches(item)
@@ -573,9 +600,16 @@ class SandboxEpisode:
         start = time.monotonic()
         self._cell_new = []
         if self._dead is not None:
-            return CellResult(False, error={"code": "episode_ended", "message": f"the episode already ended: {self._dead['message']}"}, evidence=list(self.evidence), episode_alive=False)
+            return CellResult(
+                False,
+                error={"code": "episode_ended", "message": f"the episode already ended: {self._dead['message']}"},
+                evidence=list(self.evidence),
+                episode_alive=False,
+            )
         if not isinstance(code, str):
-            return CellResult(False, error={"code": "bad_request", "message": "code must be a string"}, evidence=list(self.evidence))
+            return CellResult(
+                False, error={"code": "bad_request", "message": "code must be a string"}, evidence=list(self.evidence)
+            )
         try:
             if self._to_child is None:
                 self._start()

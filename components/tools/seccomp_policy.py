@@ -34,20 +34,49 @@ import functools
 import tempfile
 from typing import Any, Final
 
-__all__ = ["EPISODE_RULES", "EPISODE_SYSCALLS", "NAMESPACE_FLAGS", "SERVER_EXTRA", "SERVER_RULES", "PolicyError",
-           "compile_filter", "policy_text"]
+__all__ = [
+    "EPISODE_RULES",
+    "EPISODE_SYSCALLS",
+    "NAMESPACE_FLAGS",
+    "SERVER_EXTRA",
+    "SERVER_RULES",
+    "PolicyError",
+    "compile_filter",
+    "policy_text",
+]
 
 # -- the episode (user code) ----------------------------------------------------------------
 EPISODE_SYSCALLS: Final = (
-    "read", "write", "readv", "writev", "close",           # its two pipes (fds 3 and 4)
-    "munmap", "brk", "mremap", "madvise",                   # memory (mmap / mprotect: below)
-    "futex", "sched_yield",                                 # locks inside the interpreter
-    "getrandom",                                            # random.seed(), hashlib
-    "clock_gettime", "clock_getres", "gettimeofday", "time", "clock_nanosleep", "nanosleep",
-    "getpid", "gettid", "getuid", "geteuid", "getgid", "getegid",
-    "rt_sigreturn", "rt_sigprocmask", "restart_syscall",    # signals to itself (SIGXCPU, SIGSEGV)
-    "fstat",                                                # by descriptor only (never a path)
-    "exit", "exit_group",
+    "read",
+    "write",
+    "readv",
+    "writev",
+    "close",  # its two pipes (fds 3 and 4)
+    "munmap",
+    "brk",
+    "mremap",
+    "madvise",  # memory (mmap / mprotect: below)
+    "futex",
+    "sched_yield",  # locks inside the interpreter
+    "getrandom",  # random.seed(), hashlib
+    "clock_gettime",
+    "clock_getres",
+    "gettimeofday",
+    "time",
+    "clock_nanosleep",
+    "nanosleep",
+    "getpid",
+    "gettid",
+    "getuid",
+    "geteuid",
+    "getgid",
+    "getegid",
+    "rt_sigreturn",
+    "rt_sigprocmask",
+    "restart_syscall",  # signals to itself (SIGXCPU, SIGSEGV)
+    "fstat",  # by descriptor only (never a path)
+    "exit",
+    "exit_group",
 )
 _PROT_EXEC: Final = 0x4
 _F_GETFD, _F_SETFD, _F_GETFL, _F_SETFL, _F_DUPFD_CLOEXEC = 1, 2, 3, 4, 1030
@@ -63,7 +92,7 @@ EPISODE_RULES: Final = (
     *(("fcntl", [(1, "eq", cmd)]) for cmd in (_F_GETFD, _F_SETFD, _F_GETFL, _F_SETFL, _F_DUPFD_CLOEXEC)),
     ("ioctl", [(1, "eq", _TCGETS)]),
     *(("prctl", [(0, "eq", opt)]) for opt in (_PR_SET_NAME, _PR_GET_NAME)),
-    ("prlimit64", [(0, "eq", 0), (2, "eq", 0)]),            # getrlimit: own process, no new limit
+    ("prlimit64", [(0, "eq", 0), (2, "eq", 0)]),  # getrlimit: own process, no new limit
 )
 
 # -- the kernel's trusted part --------------------------------------------------------------
@@ -74,10 +103,10 @@ SERVER_EXTRA: Final = ("wait4", "pipe2", "setresuid", "setresgid", "setgroups", 
 _CLONE_NEWUSER: Final = 0x10000000  # added when the kernel is not root (a user namespace first)
 _SIGCHLD: Final = 17
 SERVER_RULES: Final = (
-    ("clone", [(0, "eq", _FORK_FLAGS)]),                    # fork() (namespaces off, a test relaxation)
-    ("clone", [(0, "eq", NAMESPACE_FLAGS | _SIGCHLD)]),      # an episode into its own namespaces
+    ("clone", [(0, "eq", _FORK_FLAGS)]),  # fork() (namespaces off, a test relaxation)
+    ("clone", [(0, "eq", NAMESPACE_FLAGS | _SIGCHLD)]),  # an episode into its own namespaces
     ("clone", [(0, "eq", NAMESPACE_FLAGS | _CLONE_NEWUSER | _SIGCHLD)]),
-    ("prlimit64", [(0, "eq", 0)]),                          # the child sets its own limits
+    ("prlimit64", [(0, "eq", 0)]),  # the child sets its own limits
     *(("prctl", [(0, "eq", opt)]) for opt in (_PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS, _PR_SET_PDEATHSIG)),
 )
 
@@ -110,8 +139,11 @@ def _build(role: str) -> Any:
         f = sc.SyscallFilter(sc.ERRNO(errno.EPERM))
         f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
         for name, args in _rules(role):  # masked_eq: libseccomp takes (mask, value)
-            f.add_rule(sc.ALLOW, name, *[sc.Arg(i, ops[op], *((mask[0], value) if mask else (value, 0)))
-                                         for i, op, value, *mask in args])
+            f.add_rule(
+                sc.ALLOW,
+                name,
+                *[sc.Arg(i, ops[op], *((mask[0], value) if mask else (value, 0))) for i, op, value, *mask in args],
+            )
     except OSError as exc:
         raise PolicyError(f"libseccomp could not compile the sandbox policy: {exc}") from exc
     return f

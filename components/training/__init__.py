@@ -1,5 +1,13 @@
-"""Training (Part 6, in progress): the masked SFT warm-start, GRPO (single- and multi-turn),
-masked DPO on trajectories, and GraphDancer's preference pairs."""
+"""Training a domain's graph agent with environment tokens masked out of every loss.
+
+The package exports the trainers and the pair builder: :func:`run_sft` (the supervised
+warm-start on teacher trajectories, :func:`sft_example`), :func:`run_grpo` (GRPO with TRL,
+single-turn or multi-turn over a tool environment via :class:`MultiTurn`), :func:`run_dpo` (DPO
+on multi-turn trajectory pairs, :func:`preference_example`) and :func:`build_pair` /
+:func:`rank_key` (GraphDancer's best-vs-worst preference pairs). The submodules add the
+checkpoint presets and model card (``checkpoint``), teacher trajectories (``teacher``),
+preference sampling (``preferences``), the RL stages (``stages``) and the data and reward
+ablations (``ablations``)."""
 
 from components.training.dpo import DPORunConfig, preference_example, run_dpo
 from components.training.grpo import GRPORunConfig, MultiTurn, TrainResult, run_grpo

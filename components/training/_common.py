@@ -28,9 +28,17 @@ def common_args(output_dir: str | Path, seed: int) -> dict[str, Any]:
     logging every step, no checkpoints written mid-run, no reporting services."""
     import torch
 
-    return {"output_dir": str(output_dir), "seed": seed, "logging_steps": 1, "save_strategy": "no",
-            "report_to": "none", "use_cpu": not torch.cuda.is_available(), "bf16": False,
-            "activation_checkpointing": False, "disable_tqdm": True}
+    return {
+        "output_dir": str(output_dir),
+        "seed": seed,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "none",
+        "use_cpu": not torch.cuda.is_available(),
+        "bf16": False,
+        "activation_checkpointing": False,
+        "disable_tqdm": True,
+    }
 
 
 def train_and_save(trainer: Any, tokenizer: Any, output_dir: str | Path) -> list[dict[str, Any]]:

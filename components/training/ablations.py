@@ -1,5 +1,5 @@
-"""Ablations of GraphCert's training data and reward, as configs (SPEC §9 asks for the ones the
-sources did not run cleanly).
+"""Ablations of GraphCert's training data and reward, as configs: the comparisons the sources did
+not run cleanly (docs/methods.md, "Known limits"; the configs: docs/evaluation.md).
 
 Each :class:`Ablation` names a **data selection** from the certified dataset and a **reward**;
 :func:`select_rows` builds its training rows and :func:`run_ablation` trains GraphCert GRPO from
@@ -34,8 +34,21 @@ from pathlib import Path
 from typing import Any, Final
 
 from components.options import checked_options
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.store.fingerprint import read_parquet
 
-__all__ = ["DATA", "REWARD_KINDS", "Ablation", "answer_only_reward", "ablations_from", "run_ablation", "select_rows"]
+__all__ = [
+    "ABLATIONS",
+    "DATA",
+    "REWARD_KINDS",
+    "Ablation",
+    "AblationPlan",
+    "answer_only_reward",
+    "ablations_from",
+    "build_ablations",
+    "run_ablation",
+    "select_rows",
+]
 
 DATA: Final = ("strict", "strict_partial", "uncertified")
 REWARD_KINDS: Final = ("graphcert", "answer_only")
@@ -78,7 +91,9 @@ def answer_only_reward(completions: Sequence[Any], **kwargs: Any) -> list[float 
     return graphcert_reward(completions, **kwargs)
 
 
-def _selection(rows: Sequence[Mapping[str, Any]], data: str, train_ids: set[str], held_out: set[str]) -> list[Mapping[str, Any]]:
+def _selection(
+    rows: Sequence[Mapping[str, Any]], data: str, train_ids: set[str], held_out: set[str]
+) -> list[Mapping[str, Any]]:
     from components.curriculum.build import grounded_entities
 
     if data == "uncertified":
@@ -94,8 +109,13 @@ def _entities(row: Mapping[str, Any]) -> list[str]:
     return [str(e) for e in value] if value is not None else []
 
 
-def select_rows(ablations: Sequence[Ablation], certified: Sequence[Mapping[str, Any]],
-                curriculum: Sequence[Mapping[str, Any]], *, seed: int = 0) -> dict[str, list[Mapping[str, Any]]]:
+def select_rows(
+    ablations: Sequence[Ablation],
+    certified: Sequence[Mapping[str, Any]],
+    curriculum: Sequence[Mapping[str, Any]],
+    *,
+    seed: int = 0,
+) -> dict[str, list[Mapping[str, Any]]]:
     """Training rows per ablation (module docstring), matched budgets applied."""
     train_ids = {str(r["id"]) for r in curriculum if r["split"] == "train" and not r.get("ood")}
     held_out = {e for r in curriculum if r["split"] in ("validation", "test") for e in _entities(r)}
@@ -109,12 +129,88 @@ def select_rows(ablations: Sequence[Ablation], certified: Sequence[Mapping[str, 
     return chosen
 
 
-def run_ablation(ablation: Ablation, start_dir: str | Path, rows: Sequence[Mapping[str, Any]], db_location: str,
-                 config: Any, output_dir: str | Path, *, data_fingerprint: str, domain: str) -> Any:
+def run_ablation(
+    ablation: Ablation,
+    start_dir: str | Path,
+    rows: Sequence[Mapping[str, Any]],
+    db_location: str,
+    config: Any,
+    output_dir: str | Path,
+    *,
+    data_fingerprint: str,
+    domain: str,
+) -> Any:
     """GraphCert GRPO from ``start_dir`` on ``rows`` with the ablation's reward."""
     from components.rubric.rewards import graphcert_reward
     from components.training.stages import graphcert_grpo
 
     reward = answer_only_reward if ablation.reward == "answer_only" else graphcert_reward
-    return graphcert_grpo(start_dir, rows, db_location, config, output_dir, data_fingerprint=data_fingerprint,
-                          domain=domain, reward=reward, ablation=asdict(ablation))
+    return graphcert_grpo(
+        start_dir,
+        rows,
+        db_location,
+        config,
+        output_dir,
+        data_fingerprint=data_fingerprint,
+        domain=domain,
+        reward=reward,
+        ablation=asdict(ablation),
+    )
+
+
+@dataclass(frozen=True)
+class AblationPlan:
+    """The ``ablations`` layer's config: the domain's training config and its ablations."""
+
+    train: Any  # TrainConfig
+    ablations: tuple[Ablation, ...] = ()
+
+    def params(self) -> dict[str, Any]:
+        return {"train": self.train.resolved(), "ablations": [vars(a) for a in self.ablations]}
+
+
+def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir: Path, ctx: BuildContext) -> Artifact:
+    """The ``ablations`` layer: one GraphCert GRPO checkpoint per ablation, from the
+    ``checkpoint`` input, in ``<out_dir>/<name>/``. The summary lists each ablation with its
+    folder name, item count, last reward and time. Raises ``ValueError`` when an ablation
+    selects no training rows."""
+    certified = inputs["certified"]
+    chosen = select_rows(
+        plan.ablations,
+        read_parquet(str(certified.path)),
+        read_parquet(str(inputs["curriculum"].path)),
+        seed=plan.train.seed,
+    )
+    summary = []
+    for a in plan.ablations:
+        if not chosen[a.name]:
+            raise ValueError(f"ablation {a.name} selects no training rows")
+        result = run_ablation(
+            a,
+            str(inputs["checkpoint"].path),
+            chosen[a.name],
+            str(inputs["snapshot"].path),
+            plan.train,
+            out_dir / a.name,
+            data_fingerprint=certified.fingerprint,
+            domain=ctx.domain,
+        )
+        rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
+        summary.append(
+            {
+                "name": a.name,
+                "data": a.data,
+                "reward": a.reward,
+                "budget": a.budget,
+                "items": len(chosen[a.name]),
+                "folder": a.name,
+                "last_reward": rewards[-1] if rewards else None,
+                "wall_s": result.wall_s,
+            }
+        )
+    return ABLATIONS.artifact(
+        inputs, plan, ctx, path=out_dir, counts={"checkpoints": len(summary)}, summary={"ablations": summary}
+    )
+
+
+ABLATIONS: Final = Layer("ablations", build_ablations, AblationPlan.params)

@@ -27,29 +27,93 @@ from pathlib import Path
 from typing import Any, Final
 
 from components.options import checked_options
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.store.fingerprint import read_parquet
 
-__all__ = ["PRESETS", "TrainConfig", "CheckpointResult", "base_model_dir", "train_checkpoint", "write_checkpoint_files"]
+__all__ = [
+    "CHECKPOINTS",
+    "PRESETS",
+    "TrainConfig",
+    "CheckpointResult",
+    "base_model_dir",
+    "build_checkpoints",
+    "certified_train_rows",
+    "train_checkpoint",
+    "training_ids",
+    "write_checkpoint_files",
+]
 
 # Warm start (max_steps … max_examples), preference pairs (pair_*), the RL stages (rl_*: rollouts
 # per question = rl_generations, completions per step = rl_batch; dancer_steps for GraphDancer
 # stage 1), DPO (dpo_*) and GRAIN (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO,
 # tokens per turn — a graph IR is long, so its turns get their own budget).
 PRESETS: Final = {
-    "cpu-tiny": {"max_steps": 8, "learning_rate": 1e-3, "batch_size": 4, "max_examples": 16, "pair_questions": 3,
-                 "pair_new_tokens": 48, "rl_steps": 2, "dancer_steps": 2, "rl_questions": 8, "rl_generations": 2,
-                 "rl_batch": 4, "rl_new_tokens": 32, "rl_turns": 2, "rl_learning_rate": 1e-5, "dpo_steps": 2,
-                 "dpo_learning_rate": 1e-5, "grain_tasks": 16, "grain_sft_steps": 6, "grain_learning_rate": 1e-3,
-                 "grain_new_tokens": 32},
-    "cpu-demo": {"max_steps": 16, "learning_rate": 1e-4, "batch_size": 2, "max_examples": 12, "pair_questions": 3,
-                 "pair_new_tokens": 80, "rl_steps": 2, "dancer_steps": 2, "rl_questions": 4, "rl_generations": 2,
-                 "rl_batch": 4, "rl_new_tokens": 96, "rl_turns": 2, "rl_learning_rate": 1e-6, "dpo_steps": 2,
-                 "dpo_learning_rate": 2e-7, "grain_tasks": 12, "grain_sft_steps": 6, "grain_learning_rate": 5e-5,
-                 "grain_new_tokens": 256},
-    "gpu": {"max_steps": 200, "learning_rate": 1e-5, "batch_size": 8, "max_examples": 2000, "pair_questions": 2000,
-            "pair_new_tokens": 512, "rl_steps": 400, "dancer_steps": 200, "rl_questions": 2000, "rl_generations": 8,
-            "rl_batch": 64, "rl_new_tokens": 512, "rl_turns": 6, "rl_learning_rate": 1e-6, "dpo_steps": 100,
-            "dpo_learning_rate": 2e-7, "grain_tasks": 2000, "grain_sft_steps": 200, "grain_learning_rate": 1e-5,
-            "grain_new_tokens": 1024},
+    "cpu-tiny": {
+        "max_steps": 8,
+        "learning_rate": 1e-3,
+        "batch_size": 4,
+        "max_examples": 16,
+        "pair_questions": 3,
+        "pair_new_tokens": 48,
+        "rl_steps": 2,
+        "dancer_steps": 2,
+        "rl_questions": 8,
+        "rl_generations": 2,
+        "rl_batch": 4,
+        "rl_new_tokens": 32,
+        "rl_turns": 2,
+        "rl_learning_rate": 1e-5,
+        "dpo_steps": 2,
+        "dpo_learning_rate": 1e-5,
+        "grain_tasks": 16,
+        "grain_sft_steps": 6,
+        "grain_learning_rate": 1e-3,
+        "grain_new_tokens": 32,
+    },
+    "cpu-demo": {
+        "max_steps": 16,
+        "learning_rate": 1e-4,
+        "batch_size": 2,
+        "max_examples": 12,
+        "pair_questions": 3,
+        "pair_new_tokens": 80,
+        "rl_steps": 2,
+        "dancer_steps": 2,
+        "rl_questions": 4,
+        "rl_generations": 2,
+        "rl_batch": 4,
+        "rl_new_tokens": 96,
+        "rl_turns": 2,
+        "rl_learning_rate": 1e-6,
+        "dpo_steps": 2,
+        "dpo_learning_rate": 2e-7,
+        "grain_tasks": 12,
+        "grain_sft_steps": 6,
+        "grain_learning_rate": 5e-5,
+        "grain_new_tokens": 256,
+    },
+    "gpu": {
+        "max_steps": 200,
+        "learning_rate": 1e-5,
+        "batch_size": 8,
+        "max_examples": 2000,
+        "pair_questions": 2000,
+        "pair_new_tokens": 512,
+        "rl_steps": 400,
+        "dancer_steps": 200,
+        "rl_questions": 2000,
+        "rl_generations": 8,
+        "rl_batch": 64,
+        "rl_new_tokens": 512,
+        "rl_turns": 6,
+        "rl_learning_rate": 1e-6,
+        "dpo_steps": 100,
+        "dpo_learning_rate": 2e-7,
+        "grain_tasks": 2000,
+        "grain_sft_steps": 200,
+        "grain_learning_rate": 1e-5,
+        "grain_new_tokens": 1024,
+    },
 }
 
 
@@ -114,6 +178,19 @@ class CheckpointResult:
     curves: list[dict[str, Any]] = field(default_factory=list)  # per step: loss, reward, kl, tool_call_rate …
     notes: list[str] = field(default_factory=list)
 
+    def summary(self) -> dict[str, Any]:
+        """What the catalog and Dagster record of a trained checkpoint."""
+        return {
+            "losses": self.losses,
+            "examples": self.examples,
+            "dropped": len(self.dropped),
+            "base_model": self.base_model,
+            "wall_s": self.wall_s,
+            "config": self.config,
+            "method": self.method,
+            "curves": self.curves,
+        }
+
 
 def base_model_dir(config: TrainConfig, cache_root: Path | str | None = None) -> Path:
     from components.llm.models import default_cache_root, smollm2_hf_dir, tiny_random_model
@@ -121,15 +198,21 @@ def base_model_dir(config: TrainConfig, cache_root: Path | str | None = None) ->
     if config.preset == "cpu-tiny":
         root = Path(cache_root) if cache_root is not None else default_cache_root()
         folder = root / "models" / f"tiny-random-{config.seed}"
-        return folder if (folder / "config.json").is_file() else tiny_random_model(folder, seed=config.seed, cache_root=cache_root)
+        return (
+            folder
+            if (folder / "config.json").is_file()
+            else tiny_random_model(folder, seed=config.seed, cache_root=cache_root)
+        )
     if config.preset == "cpu-demo":
         return smollm2_hf_dir(cache_root)
     return Path(str(config.model_dir))
 
 
-WARM_START_TEXT: Final = ("supervised warm-start (SFT, TRL 1.16 `SFTTrainer`) on teacher trajectories of the "
-                          "certified training split in the Python + Cypher environment; environment tokens masked "
-                          "out of the loss. No RL stage has run on this checkpoint.")
+WARM_START_TEXT: Final = (
+    "supervised warm-start (SFT, TRL 1.16 `SFTTrainer`) on teacher trajectories of the "
+    "certified training split in the Python + Cypher environment; environment tokens masked "
+    "out of the loss. No RL stage has run on this checkpoint."
+)
 
 
 def _fmt(value: Any) -> str:
@@ -144,21 +227,30 @@ def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, 
     loss = f"{losses[0]:.4f} → {losses[-1]:.4f} over {len(losses)} logged steps" if losses else "no steps logged"
     rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
     lines = [
-        "---", "library_name: transformers", f"tags: [graphdojo, {result.method}, tool-use, {domain}]", "---",
-        f"# graphdojo {domain} — {result.method} ({cfg.get('preset')})", "",
+        "---",
+        "library_name: transformers",
+        f"tags: [graphdojo, {result.method}, tool-use, {domain}]",
+        "---",
+        f"# graphdojo {domain} — {result.method} ({cfg.get('preset')})",
+        "",
         f"- **Base model:** `{result.base_model}`",
         f"- **Method:** {method_text}",
         f"- **Data fingerprint:** `{data_fingerprint}` ({result.examples} examples; {len(result.dropped)} dropped)",
         f"- **Config:** `{json.dumps(cfg, sort_keys=True, default=str)}`",
         f"- **Metrics:** loss {loss}"
-        + (f"; mean reward {rewards[0]:.4f} → {rewards[-1]:.4f}" if rewards else "") + f"; {result.wall_s:.1f} s",
+        + (f"; mean reward {rewards[0]:.4f} → {rewards[-1]:.4f}" if rewards else "")
+        + f"; {result.wall_s:.1f} s",
         *[f"- **Note:** {n}" for n in result.notes],
     ]
     if result.curves:
         cols = ["step", "loss", "reward", "kl", "tool_call_rate", "margin"]
         lines += ["", "## Training curves", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(_fmt(c.get(k)) for k in cols) + " |" for c in result.curves]
-    lines += ["", "Trained with a small budget for small-model experiments; see the evaluation report before relying on it.", ""]
+    lines += [
+        "",
+        "Trained with a small budget for small-model experiments; see the evaluation report before relying on it.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -193,15 +285,34 @@ def write_checkpoint_files(result: CheckpointResult, *, data_fingerprint: str, d
     ``curves.png`` next to the saved weights."""
     out = Path(result.output_dir)
     plot_curves(result.curves, out / "curves.png")
-    (out / "README.md").write_text(model_card(result, data_fingerprint=data_fingerprint, domain=domain,
-                                              method_text=method_text))
-    (out / "training_log.json").write_text(json.dumps({"method": result.method, "losses": result.losses,
-                                                       "curves": result.curves, "dropped": result.dropped,
-                                                       "config": result.config}, indent=2, default=str))
+    (out / "README.md").write_text(
+        model_card(result, data_fingerprint=data_fingerprint, domain=domain, method_text=method_text)
+    )
+    (out / "training_log.json").write_text(
+        json.dumps(
+            {
+                "method": result.method,
+                "losses": result.losses,
+                "curves": result.curves,
+                "dropped": result.dropped,
+                "config": result.config,
+            },
+            indent=2,
+            default=str,
+        )
+    )
 
 
-def train_checkpoint(rows: Sequence[Mapping[str, Any]], db_location: str, config: TrainConfig, output_dir: str | Path,
-                     *, data_fingerprint: str, domain: str, cache_root: Path | str | None = None) -> CheckpointResult:
+def train_checkpoint(
+    rows: Sequence[Mapping[str, Any]],
+    db_location: str,
+    config: TrainConfig,
+    output_dir: str | Path,
+    *,
+    data_fingerprint: str,
+    domain: str,
+    cache_root: Path | str | None = None,
+) -> CheckpointResult:
     """Warm-start a checkpoint on ``rows`` (certified rows of the training split); see the module
     docstring. Raises ``ValueError`` when no teacher trajectory survives."""
     from transformers import AutoTokenizer
@@ -219,11 +330,65 @@ def train_checkpoint(rows: Sequence[Mapping[str, Any]], db_location: str, config
     if not records:
         raise ValueError(f"no teacher trajectory ran cleanly ({len(dropped)} dropped)")
     examples = [sft_example(r.prompt_ids, r.completion_ids, r.loss_mask) for r in records]
-    sft = run_sft(base, examples, output_dir, SFTRunConfig(
-        max_steps=resolved["max_steps"], learning_rate=resolved["learning_rate"], batch_size=resolved["batch_size"],
-        max_length=4096, seed=config.seed, threads=config.threads))
-    result = CheckpointResult(str(output_dir), str(base), sft.losses, len(examples), dropped,
-                              time.perf_counter() - t0, {**resolved, "method": "sft-warm-start"},
-                              curves=[{"step": i + 1, "loss": v} for i, v in enumerate(sft.losses)])
+    sft = run_sft(
+        base,
+        examples,
+        output_dir,
+        SFTRunConfig(
+            max_steps=resolved["max_steps"],
+            learning_rate=resolved["learning_rate"],
+            batch_size=resolved["batch_size"],
+            max_length=4096,
+            seed=config.seed,
+            threads=config.threads,
+        ),
+    )
+    result = CheckpointResult(
+        str(output_dir),
+        str(base),
+        sft.losses,
+        len(examples),
+        dropped,
+        time.perf_counter() - t0,
+        {**resolved, "method": "sft-warm-start"},
+        curves=[{"step": i + 1, "loss": v} for i, v in enumerate(sft.losses)],
+    )
     write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=WARM_START_TEXT)
     return result
+
+
+def training_ids(curriculum: Artifact) -> set[str]:
+    """Ids of the curriculum artifact's training items (the training split, OOD items excluded)."""
+    from components.curriculum import training_items
+
+    return {r["id"] for r in training_items(read_parquet(str(curriculum.path)))}
+
+
+def certified_train_rows(certified: Artifact, curriculum: Artifact) -> list[dict[str, Any]]:
+    """The certified rows of the training split, in the certified table's order."""
+    ids = training_ids(curriculum)
+    return [r for r in read_parquet(str(certified.path)) if r["id"] in ids]
+
+
+def build_checkpoints(
+    inputs: Mapping[str, Artifact], config: TrainConfig, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """The ``checkpoints`` layer: :func:`train_checkpoint` on the certified rows of the
+    ``curriculum`` input's training split (``certified``), on the ``snapshot`` graph."""
+    curriculum = inputs["curriculum"]
+    rows = certified_train_rows(inputs["certified"], curriculum)
+    result = train_checkpoint(
+        rows,
+        str(inputs["snapshot"].path),
+        config,
+        out_dir,
+        data_fingerprint=curriculum.fingerprint,
+        domain=ctx.domain,
+        cache_root=ctx.data_root,
+    )
+    return CHECKPOINTS.artifact(
+        inputs, config, ctx, path=out_dir, counts={"examples": result.examples}, summary=result.summary()
+    )
+
+
+CHECKPOINTS: Final = Layer("checkpoints", build_checkpoints, TrainConfig.resolved)

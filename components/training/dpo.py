@@ -7,7 +7,7 @@ pairs as they are and builds the completion mask from the loss masks (:class:`Ma
 so a sequence's log-probability sums the model's own tokens only — the environment's
 observations condition the policy but are never part of what it is rewarded for preferring.
 
-The reference model is a frozen copy of the starting policy (SPEC §7: the stage-1 checkpoint).
+The reference model is a frozen copy of the starting policy (in GraphDancer's stage 2: the stage-1 checkpoint).
 """
 
 from __future__ import annotations
@@ -23,22 +23,30 @@ from components.training.grpo import TrainResult
 __all__ = ["DPORunConfig", "preference_example", "run_dpo"]
 
 
-def preference_example(prompt_ids: Sequence[int], chosen: tuple[Sequence[int], Sequence[int]],
-                       rejected: tuple[Sequence[int], Sequence[int]]) -> dict[str, list[int]]:
+def preference_example(
+    prompt_ids: Sequence[int],
+    chosen: tuple[Sequence[int], Sequence[int]],
+    rejected: tuple[Sequence[int], Sequence[int]],
+) -> dict[str, list[int]]:
     """One pair: ``chosen`` / ``rejected`` are ``(completion_ids, loss_mask)``."""
     for ids, mask in (chosen, rejected):
         if len(ids) != len(mask):
             raise ValueError("each loss mask must have one entry per completion token")
         if not any(mask):
             raise ValueError("a completion without model tokens cannot be preferred or dispreferred")
-    return {"prompt_ids": list(prompt_ids), "chosen_ids": list(chosen[0]), "chosen_mask": list(chosen[1]),
-            "rejected_ids": list(rejected[0]), "rejected_mask": list(rejected[1])}
+    return {
+        "prompt_ids": list(prompt_ids),
+        "chosen_ids": list(chosen[0]),
+        "chosen_mask": list(chosen[1]),
+        "rejected_ids": list(rejected[0]),
+        "rejected_mask": list(rejected[1]),
+    }
 
 
 @dataclass(frozen=True)
 class DPORunConfig:
     max_steps: int = 20
-    learning_rate: float = 2e-7  # SPEC §7
+    learning_rate: float = 2e-7  # GraphDancer's stage 2 (docs/methods.md, "Training")
     beta: float = 0.1
     batch_size: int = 4
     warmup_ratio: float = 0.05
@@ -54,7 +62,9 @@ def _collator(pad_token_id: int) -> Any:
         """TRL's preference collator with the completion mask taken from the loss masks."""
 
         def torch_call(self, examples: list[dict[str, Any]]) -> dict[str, Any]:
-            out = super().torch_call([{k: e[k] for k in ("prompt_ids", "chosen_ids", "rejected_ids")} for e in examples])
+            out = super().torch_call(
+                [{k: e[k] for k in ("prompt_ids", "chosen_ids", "rejected_ids")} for e in examples]
+            )
             import torch
 
             rows = [[0] * len(e["prompt_ids"]) + list(e["chosen_mask"]) for e in examples]
@@ -69,8 +79,12 @@ def _collator(pad_token_id: int) -> Any:
     return MaskedPreferenceCollator(pad_token_id=pad_token_id)
 
 
-def run_dpo(model_dir: str | Path, pairs: Sequence[dict[str, list[int]]], output_dir: str | Path,
-            config: DPORunConfig = DPORunConfig()) -> TrainResult:
+def run_dpo(
+    model_dir: str | Path,
+    pairs: Sequence[dict[str, list[int]]],
+    output_dir: str | Path,
+    config: DPORunConfig = DPORunConfig(),
+) -> TrainResult:
     """Train with DPO on pre-tokenised, masked pairs (:func:`preference_example`)."""
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
@@ -91,14 +105,29 @@ def run_dpo(model_dir: str | Path, pairs: Sequence[dict[str, list[int]]], output
     model, tokenizer = load(model_dir, config.threads)
     ref = copy.deepcopy(model).eval()
     args = DPOConfig(
-        max_steps=config.max_steps, learning_rate=config.learning_rate, beta=config.beta,
-        per_device_train_batch_size=config.batch_size, lr_scheduler_type="linear",
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        beta=config.beta,
+        per_device_train_batch_size=config.batch_size,
+        lr_scheduler_type="linear",
         warmup_steps=max(0, round(config.warmup_ratio * config.max_steps)),
-        train_sampling_strategy="sequential" if config.ordered else "random", **common_args(output_dir, config.seed),
+        train_sampling_strategy="sequential" if config.ordered else "random",
+        **common_args(output_dir, config.seed),
     )
-    trainer = MaskedDPOTrainer(model=model, ref_model=ref, args=args, train_dataset=Dataset.from_list([dict(p) for p in pairs]),
-                               processing_class=tokenizer, data_collator=_collator(tokenizer.pad_token_id))
+    trainer = MaskedDPOTrainer(
+        model=model,
+        ref_model=ref,
+        args=args,
+        train_dataset=Dataset.from_list([dict(p) for p in pairs]),
+        processing_class=tokenizer,
+        data_collator=_collator(tokenizer.pad_token_id),
+    )
     log = train_and_save(trainer, tokenizer, output_dir)
-    return TrainResult(str(output_dir), int(trainer.state.global_step),
-                       [float(h["loss"]) for h in log if "loss" in h],
-                       [float(h["rewards/margins"]) for h in log if "rewards/margins" in h], log, asdict(config))
+    return TrainResult(
+        str(output_dir),
+        int(trainer.state.global_step),
+        [float(h["loss"]) for h in log if "loss" in h],
+        [float(h["rewards/margins"]) for h in log if "rewards/margins" in h],
+        log,
+        asdict(config),
+    )

@@ -46,11 +46,18 @@ def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
         if config.vllm_mode == "server":
             vllm["vllm_server_base_url"] = config.vllm_server_url
     return GRPOConfig(
-        max_steps=config.max_steps, learning_rate=config.learning_rate,
-        per_device_train_batch_size=config.batch_size, num_generations=config.num_generations,
-        max_completion_length=config.max_completion_length, temperature=config.temperature, beta=config.beta,
-        epsilon=config.epsilon, shuffle_dataset=config.shuffle, use_vllm=config.use_vllm,
-        **vllm, **common_args(output_dir, config.seed),
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size,
+        num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length,
+        temperature=config.temperature,
+        beta=config.beta,
+        epsilon=config.epsilon,
+        shuffle_dataset=config.shuffle,
+        use_vllm=config.use_vllm,
+        **vllm,
+        **common_args(output_dir, config.seed),
     )
 
 
@@ -73,12 +80,14 @@ def rollout_summary(stats: Sequence[Any]) -> dict[str, float]:
     """One generation step's rates over its trajectories: tool-call rate (≥ 1 valid call), valid
     calls per trajectory, valid format, answered, loop-limit halts, mean rounds."""
     n = max(1, len(stats))
-    return {"tool_call_rate": sum(s.valid_calls > 0 for s in stats) / n,
-            "valid_calls": sum(s.valid_calls for s in stats) / n,
-            "valid_format": sum(bool(s.valid_format) for s in stats) / n,
-            "answered": sum(bool(s.answered) for s in stats) / n,
-            "halted": sum(bool(s.halted) for s in stats) / n,
-            "rounds": sum(s.rounds for s in stats) / n}
+    return {
+        "tool_call_rate": sum(s.valid_calls > 0 for s in stats) / n,
+        "valid_calls": sum(s.valid_calls for s in stats) / n,
+        "valid_format": sum(bool(s.valid_format) for s in stats) / n,
+        "answered": sum(bool(s.answered) for s in stats) / n,
+        "halted": sum(bool(s.halted) for s in stats) / n,
+        "rounds": sum(s.rounds for s in stats) / n,
+    }
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,7 @@ class GRPORunConfig:
     num_generations: int = 4
     max_completion_length: int = 64
     temperature: float = 1.0
-    beta: float = 1e-4  # KL coefficient (SPEC §7: initial 1e-4)
+    beta: float = 1e-4  # KL coefficient (GraphCert's initial 1e-4; docs/methods.md, "Training")
     epsilon: float = 0.2  # clip
     seed: int = 0
     threads: int | None = None
@@ -129,11 +138,16 @@ class MultiTurn:
         """TRL 1.16 hands ``rollout_func`` each prompt already repeated ``num_generations`` times
         (one entry per completion, as its reward columns are; verified here, whatever its
         docstring says), so one episode is played per entry."""
+
         def rollout(prompts: Sequence[Any], trainer: Any) -> dict[str, Any]:
             backend = policy_backend(trainer)
             rows = [{"question": p if isinstance(p, str) else str(p[-1]["content"])} for p in prompts]
             step = len(self.history)  # a fresh, reproducible sampling stream per generation step
-            config = self.rollout if self.rollout.seed is None else replace(self.rollout, seed=self.rollout.seed + 7919 * step)
+            config = (
+                self.rollout
+                if self.rollout.seed is None
+                else replace(self.rollout, seed=self.rollout.seed + 7919 * step)
+            )
             records = RolloutRunner(backend, self.make_env, config).run(rows, n=1)
             stats = [r.stats for r in records]
             self.history.append(rollout_summary(stats))
@@ -154,9 +168,14 @@ class MultiTurn:
         return rollout
 
 
-def run_grpo(model_dir: str | Path, rows: Sequence[dict[str, Any]], reward_funcs: Sequence[Callable[..., Any]],
-             output_dir: str | Path, config: GRPORunConfig = GRPORunConfig(),
-             multi_turn: MultiTurn | None = None) -> TrainResult:
+def run_grpo(
+    model_dir: str | Path,
+    rows: Sequence[dict[str, Any]],
+    reward_funcs: Sequence[Callable[..., Any]],
+    output_dir: str | Path,
+    config: GRPORunConfig = GRPORunConfig(),
+    multi_turn: MultiTurn | None = None,
+) -> TrainResult:
     """Train with GRPO; see the module docstring."""
     from datasets import Dataset
     from trl import GRPOTrainer
@@ -169,14 +188,20 @@ def run_grpo(model_dir: str | Path, rows: Sequence[dict[str, Any]], reward_funcs
     model, tokenizer = load(model_dir, config.threads, left_pad=True)
     args = grpo_args(config, output_dir)
     trainer = GRPOTrainer(
-        model=model, reward_funcs=list(reward_funcs), args=args, train_dataset=Dataset.from_list([dict(r) for r in rows]),
+        model=model,
+        reward_funcs=list(reward_funcs),
+        args=args,
+        train_dataset=Dataset.from_list([dict(r) for r in rows]),
         processing_class=tokenizer,
         rollout_func=None if multi_turn is None else multi_turn.rollout_func(),
     )
     log = train_and_save(trainer, tokenizer, output_dir)
     return TrainResult(
-        str(output_dir), int(trainer.state.global_step),
-        [float(h["loss"]) for h in log if "loss" in h], [float(h["reward"]) for h in log if "reward" in h],
-        log, asdict(config) | ({} if multi_turn is None else {"rollout": asdict(multi_turn.rollout)}),
+        str(output_dir),
+        int(trainer.state.global_step),
+        [float(h["loss"]) for h in log if "loss" in h],
+        [float(h["reward"]) for h in log if "reward" in h],
+        log,
+        asdict(config) | ({} if multi_turn is None else {"rollout": asdict(multi_turn.rollout)}),
         [] if multi_turn is None else list(multi_turn.history),
     )

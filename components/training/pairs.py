@@ -1,4 +1,4 @@
-"""GraphDancer's preference pairs (SPEC §6): rank a question's sampled trajectories, keep the best
+"""GraphDancer's preference pairs: rank a question's sampled trajectories, keep the best
 and the worst.
 
 Each trajectory is scored by the key ``(EM, EH, VF, −L, −I, −N)`` — exact match of the final
@@ -26,12 +26,19 @@ def rank_key(stats: Any, gold: Any, answer_type: str | None = None) -> tuple[flo
     """``(EM, EH, VF, −L, −I, −N)`` for one trajectory's :class:`~components.rollout.runner.TrajectoryStats`.
 
     >>> from types import SimpleNamespace as S
-    >>> rank_key(S(answer="Paris", evidence_hit=True, valid_format=True, halted=False, invalid_calls=0, rounds=2), "paris")
+    >>> rank_key(S(answer="Paris", evidence_hit=True, valid_format=True, halted=False, invalid_calls=0, rounds=2),
+    ...          "paris")
     (1.0, 1.0, 1.0, 0, 0, -2)
     """
     em = exact_match(stats.answer, gold, answer_type) if stats.answer is not None else 0.0
-    return (em, float(bool(stats.evidence_hit)), float(bool(stats.valid_format)),
-            -int(bool(stats.halted)), -int(stats.invalid_calls), -int(stats.rounds))
+    return (
+        em,
+        float(bool(stats.evidence_hit)),
+        float(bool(stats.valid_format)),
+        -int(bool(stats.halted)),
+        -int(stats.invalid_calls),
+        -int(stats.rounds),
+    )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Preference pairs from a checkpoint (SPEC §6): sample M trajectories per training question in
+"""Preference pairs from a checkpoint: sample M trajectories per training question in
 the Python + Cypher environment (temperature 1.0, top-p 0.95), rank them by
 ``(EM, EH, VF, −L, −I, −N)`` (:func:`~components.training.pairs.build_pair`) and keep best vs
 worst; uniformly perfect / failed pools are dropped and counted.
@@ -13,12 +13,22 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 from components.rollout.runner import CODE_STOPS, RolloutConfig, RolloutRunner
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.store.fingerprint import read_parquet, write_parquet
+from components.training.checkpoint import TrainConfig
 from components.training.pairs import build_pair
 
-__all__ = ["PreferenceConfig", "sample_preference_pairs"]
+__all__ = [
+    "PREFERENCE_PAIRS",
+    "PreferenceConfig",
+    "build_preference_pairs",
+    "preference_config",
+    "sample_preference_pairs",
+]
 
 
 @dataclass(frozen=True)
@@ -33,8 +43,12 @@ class PreferenceConfig:
     threads: int | None = None
 
 
-def sample_preference_pairs(checkpoint_dir: str, rows: Sequence[Mapping[str, Any]], db_location: str,
-                            config: PreferenceConfig = PreferenceConfig()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def sample_preference_pairs(
+    checkpoint_dir: str,
+    rows: Sequence[Mapping[str, Any]],
+    db_location: str,
+    config: PreferenceConfig = PreferenceConfig(),
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``(pairs, report)`` for up to ``max_questions`` rows (``question``, ``answer``,
     ``answer_type``, ``id``); the report counts questions, pairs and drops by reason."""
     from components.llm.transformers_backend import TransformersBackend
@@ -42,9 +56,17 @@ def sample_preference_pairs(checkpoint_dir: str, rows: Sequence[Mapping[str, Any
 
     rows = list(rows)[: config.max_questions]
     llm = TransformersBackend(checkpoint_dir, threads=config.threads)
-    rollout = RolloutConfig(max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
-                            temperature=config.temperature, top_p=config.top_p, seed=config.seed, stops=CODE_STOPS)
-    episode_rows = [{"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows]
+    rollout = RolloutConfig(
+        max_turns=config.max_turns,
+        max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        seed=config.seed,
+        stops=CODE_STOPS,
+    )
+    episode_rows = [
+        {"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows
+    ]
     try:
         with python_cypher_envs(db_location, max_rounds=config.max_turns - 1) as make_env:
             records = RolloutRunner(llm, make_env, rollout).run(episode_rows, n=config.samples) if episode_rows else []
@@ -53,26 +75,66 @@ def sample_preference_pairs(checkpoint_dir: str, rows: Sequence[Mapping[str, Any
     pairs: list[dict[str, Any]] = []
     dropped: Counter[str] = Counter()
     for q, row in enumerate(rows):
-        pool = records[q * config.samples:(q + 1) * config.samples]
+        pool = records[q * config.samples : (q + 1) * config.samples]
         outcome = build_pair([r.stats for r in pool], row["answer"], row.get("answer_type"))
         if outcome.dropped:
             dropped[outcome.dropped] += 1
             continue
         chosen, rejected = pool[outcome.chosen], pool[outcome.rejected]
-        pairs.append({
-            "id": row.get("id"), "question": row["question"], "answer": row["answer"],
-            "prompt_ids": chosen.prompt_ids,
-            "chosen_ids": chosen.completion_ids, "chosen_mask": chosen.loss_mask, "chosen_text": chosen.completion_text,
-            "rejected_ids": rejected.completion_ids, "rejected_mask": rejected.loss_mask,
-            "rejected_text": rejected.completion_text,
-            "chosen_key": list(outcome.keys[outcome.chosen]), "rejected_key": list(outcome.keys[outcome.rejected]),
-        })
+        pairs.append(
+            {
+                "id": row.get("id"),
+                "question": row["question"],
+                "answer": row["answer"],
+                "prompt_ids": chosen.prompt_ids,
+                "chosen_ids": chosen.completion_ids,
+                "chosen_mask": chosen.loss_mask,
+                "chosen_text": chosen.completion_text,
+                "rejected_ids": rejected.completion_ids,
+                "rejected_mask": rejected.loss_mask,
+                "rejected_text": rejected.completion_text,
+                "chosen_key": list(outcome.keys[outcome.chosen]),
+                "rejected_key": list(outcome.keys[outcome.rejected]),
+            }
+        )
     stats = [r.stats for r in records]
     report = {
-        "questions": len(rows), "samples_per_question": config.samples, "trajectories": len(records),
-        "pairs": len(pairs), "dropped": dict(dropped),
+        "questions": len(rows),
+        "samples_per_question": config.samples,
+        "trajectories": len(records),
+        "pairs": len(pairs),
+        "dropped": dict(dropped),
         "answered_rate": sum(s.answered for s in stats) / len(stats) if stats else 0.0,
         "valid_format_rate": sum(s.valid_format for s in stats) / len(stats) if stats else 0.0,
         "mean_rounds": sum(s.rounds for s in stats) / len(stats) if stats else 0.0,
     }
     return pairs, report
+
+
+def preference_config(train: TrainConfig) -> PreferenceConfig:
+    """The sampling budget of a domain's training config (``pair_*`` keys of its preset)."""
+    r = train.resolved()
+    return PreferenceConfig(
+        max_questions=r["pair_questions"], max_new_tokens=r["pair_new_tokens"], seed=train.seed, threads=train.threads
+    )
+
+
+def build_preference_pairs(
+    inputs: Mapping[str, Artifact], config: TrainConfig, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """The ``preference_pairs`` layer: :func:`sample_preference_pairs` from the ``stage1``
+    checkpoint on the training items of the ``curriculum`` input, as ``pairs.parquet``; the
+    summary is the sampling report."""
+    from components.curriculum import training_items
+
+    rows = training_items(read_parquet(str(inputs["curriculum"].path)))
+    pairs, report = sample_preference_pairs(
+        str(inputs["stage1"].path), rows, str(inputs["snapshot"].path), preference_config(config)
+    )
+    path = write_parquet(pairs, out_dir / "pairs.parquet")
+    return PREFERENCE_PAIRS.artifact(inputs, config, ctx, path=path, counts={"pairs": report["pairs"]}, summary=report)
+
+
+PREFERENCE_PAIRS: Final = Layer(
+    "preference_pairs", build_preference_pairs, lambda train: vars(preference_config(train))
+)

@@ -22,7 +22,9 @@ from typing import Any
 __all__ = ["SFTRunConfig", "SFTResult", "run_sft", "sft_example"]
 
 
-def sft_example(prompt_ids: Sequence[int], completion_ids: Sequence[int], loss_mask: Sequence[int]) -> dict[str, list[int]]:
+def sft_example(
+    prompt_ids: Sequence[int], completion_ids: Sequence[int], loss_mask: Sequence[int]
+) -> dict[str, list[int]]:
     """``{"input_ids", "labels"}`` with ``-100`` on the prompt and the environment's tokens.
 
     >>> sft_example([1, 2], [3, 4, 5], [1, 0, 1])
@@ -62,8 +64,12 @@ class SFTResult:
         return self.losses[-1] if self.losses else math.nan
 
 
-def run_sft(model_dir: str | Path, examples: Sequence[dict[str, list[int]]], output_dir: str | Path,
-            config: SFTRunConfig = SFTRunConfig()) -> SFTResult:
+def run_sft(
+    model_dir: str | Path,
+    examples: Sequence[dict[str, list[int]]],
+    output_dir: str | Path,
+    config: SFTRunConfig = SFTRunConfig(),
+) -> SFTResult:
     """Fine-tune ``model_dir`` on ``examples`` (from :func:`sft_example`); see the module docstring."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -75,11 +81,16 @@ def run_sft(model_dir: str | Path, examples: Sequence[dict[str, list[int]]], out
     if any(all(label == -100 for label in e["labels"]) for e in examples):
         raise ValueError("an example has no model token to learn from (all labels are -100)")
     model, tokenizer = load(model_dir, config.threads)
-    args = SFTConfig(max_steps=config.max_steps, learning_rate=config.learning_rate,
-                     per_device_train_batch_size=config.batch_size, max_length=config.max_length,
-                     **common_args(output_dir, config.seed))
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list([dict(e) for e in examples]),
-                         processing_class=tokenizer)
+    args = SFTConfig(
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size,
+        max_length=config.max_length,
+        **common_args(output_dir, config.seed),
+    )
+    trainer = SFTTrainer(
+        model=model, args=args, train_dataset=Dataset.from_list([dict(e) for e in examples]), processing_class=tokenizer
+    )
     log = train_and_save(trainer, tokenizer, output_dir)
     losses = [float(h["loss"]) for h in log if "loss" in h]
     return SFTResult(str(output_dir), losses, int(trainer.state.global_step), len(examples), asdict(config))

@@ -1,4 +1,4 @@
-"""The RL stages of a domain's solver (SPEC §7), each a function of the domain's
+"""The RL stages of a domain's solver, each a function of the domain's
 :class:`~components.training.checkpoint.TrainConfig` that writes a Hugging Face folder with a
 model card, ``training_log.json`` and per-step curves (loss, reward, KL, tool-call rate).
 
@@ -22,7 +22,7 @@ certified data does not hold). The model cards say so.
 
 Budgets come from the preset (``rl_*``, ``dpo_*``, ``grain_*`` keys of
 :data:`~components.training.checkpoint.PRESETS`): seconds-long on ``cpu-tiny``, a handful of steps
-on ``cpu-demo``, SPEC §7's reference budgets on ``gpu``.
+on ``cpu-demo``, the methods' reference budgets on ``gpu`` (docs/methods.md, "Training").
 """
 
 from __future__ import annotations
@@ -36,24 +36,48 @@ from pathlib import Path
 from typing import Any, Final
 
 from components.curriculum.sampler import LEVELS, CurriculumSampler
-from components.training.checkpoint import CheckpointResult, TrainConfig, base_model_dir, write_checkpoint_files
+from components.store.artifact import Artifact, BuildContext, Layer
+from components.store.fingerprint import read_parquet
+from components.training.checkpoint import (
+    CheckpointResult,
+    TrainConfig,
+    base_model_dir,
+    certified_train_rows,
+    write_checkpoint_files,
+)
 
-__all__ = ["METHODS", "curriculum_order", "curves", "graphcert_grpo", "graphdancer_dpo", "graphdancer_rl",
-           "grain_rows", "grain_stage"]
+__all__ = [
+    "GRAIN_CHECKPOINT",
+    "GRAPHCERT_GRPO",
+    "GRAPHDANCER_DPO",
+    "GRAPHDANCER_RL",
+    "METHODS",
+    "build_grain_checkpoint",
+    "build_graphcert_grpo",
+    "build_graphdancer_dpo",
+    "build_graphdancer_rl",
+    "curriculum_order",
+    "curves",
+    "graphcert_grpo",
+    "graphdancer_dpo",
+    "graphdancer_rl",
+    "grain_rows",
+    "grain_stage",
+]
 
 METHODS: Final = {
     "graphcert-grpo": "GraphCert: multi-turn GRPO (TRL 1.16 `GRPOTrainer`, `rollout_func`) in the Python + Cypher "
-                      "sandbox with the graphcert reward R = a + 0.1·(1 − a)·e; environment tokens masked.",
+    "sandbox with the graphcert reward R = a + 0.1·(1 − a)·e; environment tokens masked.",
     "graphdancer-rl": "GraphDancer stage 1: GRPO with the graphdancer reward — TRL 1.16 has no PPO trainer, so the "
-                      "source's PPO (critic, value clip) is replaced by group-normalised advantages — over prompts "
-                      "drawn by the easy-to-hard curriculum sampler p(t, k); Python + Cypher environment (the "
-                      "source uses the Graph-CoT function API; this checkpoint continues a Cypher warm start).",
+    "source's PPO (critic, value clip) is replaced by group-normalised advantages — over prompts "
+    "drawn by the easy-to-hard curriculum sampler p(t, k); Python + Cypher environment (the "
+    "source uses the Graph-CoT function API; this checkpoint continues a Cypher warm start).",
     "graphdancer-dpo": "GraphDancer stage 2: masked DPO (TRL 1.16 `DPOTrainer`, environment tokens excluded from "
-                       "the sequence log-probabilities) from the stage-1 checkpoint, which is also the frozen "
-                       "reference, on best-vs-worst preference pairs ordered by the same curriculum.",
+    "the sequence log-probabilities) from the stage-1 checkpoint, which is also the frozen "
+    "reference, on best-vs-worst preference pairs ordered by the same curriculum.",
     "grain": "GRAIN: SFT on teacher trajectories (gold graph IR → solver reply → answer) of GRIT-style tasks under "
-             "isomorphism-preserving renaming, then multi-turn GRPO in the graph-IR environment with the grain "
-             "reward 0.5·correct + 0.4·structure + 0.1·format.",
+    "isomorphism-preserving renaming, then multi-turn GRPO in the graph-IR environment with the grain "
+    "reward 0.5·correct + 0.4·structure + 0.1·format.",
 }
 
 
@@ -65,19 +89,25 @@ def curves(log: Sequence[Mapping[str, Any]], rollouts: Sequence[Mapping[str, flo
     out = []
     for i, h in enumerate(steps):
         roll = rollouts[i] if i < len(rollouts) else {}
-        out.append({"step": int(h.get("step", i + 1)),
-                    "loss": float(h["loss"]),
-                    "reward": float(h["reward"]) if "reward" in h else None,
-                    "kl": float(h["kl"]) if "kl" in h else None,
-                    "tool_call_rate": roll.get("tool_call_rate"),
-                    "valid_format": roll.get("valid_format"),
-                    "margin": float(h["rewards/margins"]) if "rewards/margins" in h else None})
+        out.append(
+            {
+                "step": int(h.get("step", i + 1)),
+                "loss": float(h["loss"]),
+                "reward": float(h["reward"]) if "reward" in h else None,
+                "kl": float(h["kl"]) if "kl" in h else None,
+                "tool_call_rate": roll.get("tool_call_rate"),
+                "valid_format": roll.get("valid_format"),
+                "margin": float(h["rewards/margins"]) if "rewards/margins" in h else None,
+            }
+        )
     return out
 
 
-def curriculum_order(items: Sequence[Mapping[str, Any]], steps: int, per_step: int, *, seed: int = 0) -> list[Mapping[str, Any]]:
+def curriculum_order(
+    items: Sequence[Mapping[str, Any]], steps: int, per_step: int, *, seed: int = 0
+) -> list[Mapping[str, Any]]:
     """``steps × per_step`` items in the curriculum's order: at step t a level is drawn by
-    ``p(t, k)`` (levels without items get no mass), then an item of it uniformly (SPEC §6). OOD
+    ``p(t, k)`` (levels without items get no mass), then an item of it uniformly. OOD
     items are never drawn. Raises ``ValueError`` when no item is trainable."""
     by_level: dict[str, list[int]] = {lv: [] for lv in LEVELS}
     for i, it in enumerate(items):
@@ -90,38 +120,97 @@ def curriculum_order(items: Sequence[Mapping[str, Any]], steps: int, per_step: i
 def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuffle: bool = True) -> Any:
     from components.training.grpo import GRPORunConfig
 
-    return GRPORunConfig(max_steps=steps, learning_rate=r["rl_learning_rate"], batch_size=r["rl_batch"],
-                         num_generations=r["rl_generations"], max_completion_length=r["rl_turns"] * r["rl_new_tokens"] + 1024,
-                         temperature=1.0, beta=1e-4, epsilon=0.2, seed=config.seed, threads=config.threads,
-                         shuffle=shuffle, use_vllm=config.preset == "gpu", vllm_mode=config.vllm_mode or "colocate",
-                         vllm_server_url=config.vllm_server_url)
+    return GRPORunConfig(
+        max_steps=steps,
+        learning_rate=r["rl_learning_rate"],
+        batch_size=r["rl_batch"],
+        num_generations=r["rl_generations"],
+        max_completion_length=r["rl_turns"] * r["rl_new_tokens"] + 1024,
+        temperature=1.0,
+        beta=1e-4,
+        epsilon=0.2,
+        seed=config.seed,
+        threads=config.threads,
+        shuffle=shuffle,
+        use_vllm=config.preset == "gpu",
+        vllm_mode=config.vllm_mode or "colocate",
+        vllm_server_url=config.vllm_server_url,
+    )
 
 
-def _rollout(r: Mapping[str, Any], config: TrainConfig, stops: Sequence[str], system_prompt: str | None = None,
-             new_tokens: int | None = None) -> Any:
+def _rollout(
+    r: Mapping[str, Any],
+    config: TrainConfig,
+    stops: Sequence[str],
+    system_prompt: str | None = None,
+    new_tokens: int | None = None,
+) -> Any:
     from components.rollout.runner import RolloutConfig
 
-    return RolloutConfig(max_turns=r["rl_turns"], max_new_tokens=new_tokens or r["rl_new_tokens"], temperature=1.0,
-                         seed=config.seed, stops=tuple(stops), system_prompt=system_prompt)
+    return RolloutConfig(
+        max_turns=r["rl_turns"],
+        max_new_tokens=new_tokens or r["rl_new_tokens"],
+        temperature=1.0,
+        seed=config.seed,
+        stops=tuple(stops),
+        system_prompt=system_prompt,
+    )
 
 
-def _finish(method: str, base: str | Path, train: Any, output_dir: str | Path, config: TrainConfig, extra: Mapping[str, Any],
-            t0: float, *, data_fingerprint: str, domain: str, examples: int, notes: Sequence[str] = ()) -> CheckpointResult:
-    result = CheckpointResult(str(output_dir), str(base), list(train.losses), examples, [], time.perf_counter() - t0,
-                              {**config.resolved(), **extra, "method": method}, method=method,
-                              curves=curves(train.log, getattr(train, "rollouts", ())), notes=list(notes))
+def _finish(
+    method: str,
+    base: str | Path,
+    train: Any,
+    output_dir: str | Path,
+    config: TrainConfig,
+    extra: Mapping[str, Any],
+    t0: float,
+    *,
+    data_fingerprint: str,
+    domain: str,
+    examples: int,
+    notes: Sequence[str] = (),
+) -> CheckpointResult:
+    result = CheckpointResult(
+        str(output_dir),
+        str(base),
+        list(train.losses),
+        examples,
+        [],
+        time.perf_counter() - t0,
+        {**config.resolved(), **extra, "method": method},
+        method=method,
+        curves=curves(train.log, getattr(train, "rollouts", ())),
+        notes=list(notes),
+    )
     write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=METHODS[method])
     return result
 
 
 def _certified_prompts(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [{"prompt": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type"),
-             "evidence_json": r.get("evidence_json")} for r in rows]
+    return [
+        {
+            "prompt": r["question"],
+            "answer": r["answer"],
+            "answer_type": r.get("answer_type"),
+            "evidence_json": r.get("evidence_json"),
+        }
+        for r in rows
+    ]
 
 
-def graphcert_grpo(start_dir: str | Path, rows: Sequence[Mapping[str, Any]], db_location: str, config: TrainConfig,
-                   output_dir: str | Path, *, data_fingerprint: str, domain: str, reward: Any = None,
-                   ablation: Mapping[str, Any] | None = None) -> CheckpointResult:
+def graphcert_grpo(
+    start_dir: str | Path,
+    rows: Sequence[Mapping[str, Any]],
+    db_location: str,
+    config: TrainConfig,
+    output_dir: str | Path,
+    *,
+    data_fingerprint: str,
+    domain: str,
+    reward: Any = None,
+    ablation: Mapping[str, Any] | None = None,
+) -> CheckpointResult:
     """GraphCert GRPO from ``start_dir`` (the warm start) on certified training rows (``question``,
     ``answer``, ``answer_type``, ``evidence_json``); ``reward`` and ``ablation`` (its config, for
     the model card) are set by :mod:`components.training.ablations`."""
@@ -136,16 +225,41 @@ def graphcert_grpo(start_dir: str | Path, rows: Sequence[Mapping[str, Any]], db_
         raise ValueError("no training rows for GraphCert GRPO")
     with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
         mt = MultiTurn(make_env, _rollout(r, config, CODE_STOPS))
-        train = run_grpo(start_dir, data, [reward or graphcert_reward], output_dir,
-                         _grpo_config(r, config, steps=r["rl_steps"]), multi_turn=mt)
+        train = run_grpo(
+            start_dir,
+            data,
+            [reward or graphcert_reward],
+            output_dir,
+            _grpo_config(r, config, steps=r["rl_steps"]),
+            multi_turn=mt,
+        )
     extra = {"questions": len(data), **({"ablation": dict(ablation)} if ablation else {})}
     notes = [f"Ablation: {json.dumps(dict(ablation))} (see components/training/ablations.py)."] if ablation else []
-    return _finish("graphcert-grpo", start_dir, train, output_dir, config, extra, t0,
-                   data_fingerprint=data_fingerprint, domain=domain, examples=len(data), notes=notes)
+    return _finish(
+        "graphcert-grpo",
+        start_dir,
+        train,
+        output_dir,
+        config,
+        extra,
+        t0,
+        data_fingerprint=data_fingerprint,
+        domain=domain,
+        examples=len(data),
+        notes=notes,
+    )
 
 
-def graphdancer_rl(start_dir: str | Path, items: Sequence[Mapping[str, Any]], db_location: str, config: TrainConfig,
-                   output_dir: str | Path, *, data_fingerprint: str, domain: str) -> CheckpointResult:
+def graphdancer_rl(
+    start_dir: str | Path,
+    items: Sequence[Mapping[str, Any]],
+    db_location: str,
+    config: TrainConfig,
+    output_dir: str | Path,
+    *,
+    data_fingerprint: str,
+    domain: str,
+) -> CheckpointResult:
     """GraphDancer stage 1 from ``start_dir`` on curriculum rows of the training split (``level``,
     ``question``, ``answer``…), prompts in curriculum order."""
     from components.rollout.runner import CODE_STOPS
@@ -159,15 +273,39 @@ def graphdancer_rl(start_dir: str | Path, items: Sequence[Mapping[str, Any]], db
     levels = {lv: sum(1 for it in ordered if it.get("level") == lv) for lv in LEVELS}
     with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
         mt = MultiTurn(make_env, _rollout(r, config, CODE_STOPS))
-        train = run_grpo(start_dir, _certified_prompts(ordered), [graphdancer_reward], output_dir,
-                         _grpo_config(r, config, steps=steps, shuffle=False), multi_turn=mt)
-    return _finish("graphdancer-rl", start_dir, train, output_dir, config, {"curriculum_levels_drawn": levels}, t0,
-                   data_fingerprint=data_fingerprint, domain=domain, examples=len(ordered),
-                   notes=["TRL 1.16 has no PPO trainer: stage 1 is GRPO (no critic, no value clip)."])
+        train = run_grpo(
+            start_dir,
+            _certified_prompts(ordered),
+            [graphdancer_reward],
+            output_dir,
+            _grpo_config(r, config, steps=steps, shuffle=False),
+            multi_turn=mt,
+        )
+    return _finish(
+        "graphdancer-rl",
+        start_dir,
+        train,
+        output_dir,
+        config,
+        {"curriculum_levels_drawn": levels},
+        t0,
+        data_fingerprint=data_fingerprint,
+        domain=domain,
+        examples=len(ordered),
+        notes=["TRL 1.16 has no PPO trainer: stage 1 is GRPO (no critic, no value clip)."],
+    )
 
 
-def graphdancer_dpo(stage1_dir: str | Path, pairs: Sequence[Mapping[str, Any]], levels: Mapping[str, str],
-                    config: TrainConfig, output_dir: str | Path, *, data_fingerprint: str, domain: str) -> CheckpointResult:
+def graphdancer_dpo(
+    stage1_dir: str | Path,
+    pairs: Sequence[Mapping[str, Any]],
+    levels: Mapping[str, str],
+    config: TrainConfig,
+    output_dir: str | Path,
+    *,
+    data_fingerprint: str,
+    domain: str,
+) -> CheckpointResult:
     """GraphDancer stage 2 from ``stage1_dir`` on preference pairs (``id``, ``prompt_ids``,
     ``chosen_ids``/``chosen_mask``, ``rejected_ids``/``rejected_mask``); ``levels`` maps item id →
     curriculum level. Raises ``ValueError`` without pairs."""
@@ -179,26 +317,64 @@ def graphdancer_dpo(stage1_dir: str | Path, pairs: Sequence[Mapping[str, Any]], 
     batch = min(r["rl_batch"], len(pairs))
     tagged = [{**p, "level": levels.get(str(p.get("id")), "easy")} for p in pairs]
     ordered = curriculum_order(tagged, r["dpo_steps"], batch, seed=config.seed)
-    examples = [preference_example(p["prompt_ids"], (p["chosen_ids"], p["chosen_mask"]),
-                                   (p["rejected_ids"], p["rejected_mask"])) for p in ordered]
-    train = run_dpo(stage1_dir, examples, output_dir, DPORunConfig(
-        max_steps=r["dpo_steps"], learning_rate=r["dpo_learning_rate"], beta=0.1, batch_size=batch, seed=config.seed,
-        threads=config.threads, ordered=True))
-    return _finish("graphdancer-dpo", stage1_dir, train, output_dir, config, {"pairs": len(pairs)}, t0,
-                   data_fingerprint=data_fingerprint, domain=domain, examples=len(pairs),
-                   notes=["Reference model: the frozen stage-1 checkpoint."])
+    examples = [
+        preference_example(
+            p["prompt_ids"], (p["chosen_ids"], p["chosen_mask"]), (p["rejected_ids"], p["rejected_mask"])
+        )
+        for p in ordered
+    ]
+    train = run_dpo(
+        stage1_dir,
+        examples,
+        output_dir,
+        DPORunConfig(
+            max_steps=r["dpo_steps"],
+            learning_rate=r["dpo_learning_rate"],
+            beta=0.1,
+            batch_size=batch,
+            seed=config.seed,
+            threads=config.threads,
+            ordered=True,
+        ),
+    )
+    return _finish(
+        "graphdancer-dpo",
+        stage1_dir,
+        train,
+        output_dir,
+        config,
+        {"pairs": len(pairs)},
+        t0,
+        data_fingerprint=data_fingerprint,
+        domain=domain,
+        examples=len(pairs),
+        notes=["Reference model: the frozen stage-1 checkpoint."],
+    )
 
 
 def grain_rows(items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """GRPO dataset rows of GRIT items. The gold IR travels as JSON text: an Arrow table built from
     dicts whose keys differ per row (node names) unifies them into one struct and fills every
     missing key with null — a weighted edge would come back with weight ``None``."""
-    return [{"prompt": it["question"], "answer": it["answer"], "answer_type": it.get("answer_type"),
-             "gold_ir": json.dumps(it["gold_ir"], ensure_ascii=False)} for it in items]
+    return [
+        {
+            "prompt": it["question"],
+            "answer": it["answer"],
+            "answer_type": it.get("answer_type"),
+            "gold_ir": json.dumps(it["gold_ir"], ensure_ascii=False),
+        }
+        for it in items
+    ]
 
 
-def grain_stage(items: Sequence[Mapping[str, Any]], config: TrainConfig, output_dir: str | Path, *,
-                data_fingerprint: str, cache_root: Path | str | None = None) -> CheckpointResult:
+def grain_stage(
+    items: Sequence[Mapping[str, Any]],
+    config: TrainConfig,
+    output_dir: str | Path,
+    *,
+    data_fingerprint: str,
+    cache_root: Path | str | None = None,
+) -> CheckpointResult:
     """GRAIN from the preset's base model: SFT on teacher trajectories of ``items`` (GRIT-style
     :class:`~components.evaluation.grit.GritItem` dicts), then GRPO with the grain reward; both
     phases' curves are in the result (SFT steps first)."""
@@ -216,25 +392,162 @@ def grain_stage(items: Sequence[Mapping[str, Any]], config: TrainConfig, output_
     base = base_model_dir(config, cache_root)
     tokenizer = AutoTokenizer.from_pretrained(base)
     make_env = lambda: GraphIREnvironment(max_rounds=max(1, r["rl_turns"] - 1))  # noqa: E731
-    records, dropped = teacher_records(items, grain_teacher_steps, make_env, tokenizer, stops=STOPS,
-                                       system_prompt=GRAPH_IR_SYSTEM_PROMPT)
+    records, dropped = teacher_records(
+        items, grain_teacher_steps, make_env, tokenizer, stops=STOPS, system_prompt=GRAPH_IR_SYSTEM_PROMPT
+    )
     if not records:
         raise ValueError(f"no GRAIN teacher trajectory ran cleanly ({len(dropped)} dropped)")
     out = Path(output_dir)
     warm = out.parent / f".{out.name}.sft"  # the SFT phase's model; removed once GRPO has saved
-    sft = run_sft(base, [sft_example(x.prompt_ids, x.completion_ids, x.loss_mask) for x in records], warm,
-                  SFTRunConfig(max_steps=r["grain_sft_steps"], learning_rate=r["grain_learning_rate"],
-                               batch_size=r["batch_size"], max_length=4096, seed=config.seed, threads=config.threads))
+    sft = run_sft(
+        base,
+        [sft_example(x.prompt_ids, x.completion_ids, x.loss_mask) for x in records],
+        warm,
+        SFTRunConfig(
+            max_steps=r["grain_sft_steps"],
+            learning_rate=r["grain_learning_rate"],
+            batch_size=r["batch_size"],
+            max_length=4096,
+            seed=config.seed,
+            threads=config.threads,
+        ),
+    )
     data = grain_rows(items)
     mt = MultiTurn(make_env, _rollout(r, config, STOPS, GRAPH_IR_SYSTEM_PROMPT, r["grain_new_tokens"]))
-    grpo = replace(_grpo_config(r, config, steps=r["rl_steps"]),
-                   max_completion_length=r["rl_turns"] * r["grain_new_tokens"] + 1024)
+    grpo = replace(
+        _grpo_config(r, config, steps=r["rl_steps"]), max_completion_length=r["rl_turns"] * r["grain_new_tokens"] + 1024
+    )
     train = run_grpo(warm, data, [grain_reward], out, grpo, multi_turn=mt)
     shutil.rmtree(warm, ignore_errors=True)
-    sft_curve = [{"step": i + 1, "loss": loss, "reward": None, "kl": None, "tool_call_rate": None, "valid_format": None,
-                  "margin": None, "phase": "sft"} for i, loss in enumerate(sft.losses)]
-    result = CheckpointResult(str(out), str(base), list(sft.losses) + list(train.losses), len(records), dropped,
-                              time.perf_counter() - t0, {**r, "method": "grain", "tasks": len(items)}, method="grain",
-                              curves=sft_curve + [{**c, "phase": "grpo"} for c in curves(train.log, train.rollouts)])
+    sft_curve = [
+        {
+            "step": i + 1,
+            "loss": loss,
+            "reward": None,
+            "kl": None,
+            "tool_call_rate": None,
+            "valid_format": None,
+            "margin": None,
+            "phase": "sft",
+        }
+        for i, loss in enumerate(sft.losses)
+    ]
+    result = CheckpointResult(
+        str(out),
+        str(base),
+        list(sft.losses) + list(train.losses),
+        len(records),
+        dropped,
+        time.perf_counter() - t0,
+        {**r, "method": "grain", "tasks": len(items)},
+        method="grain",
+        curves=sft_curve + [{**c, "phase": "grpo"} for c in curves(train.log, train.rollouts)],
+    )
     write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain="grit", method_text=METHODS["grain"])
     return result
+
+
+# -- the layers ------------------------------------------------------------------------------
+
+
+def _trained(
+    layer: Layer,
+    inputs: Mapping[str, Artifact],
+    config: TrainConfig,
+    out_dir: Path,
+    ctx: BuildContext,
+    result: CheckpointResult,
+    **summary: Any,
+) -> Artifact:
+    return layer.artifact(
+        inputs, config, ctx, path=out_dir, counts={"examples": result.examples}, summary={**result.summary(), **summary}
+    )
+
+
+def build_graphcert_grpo(
+    inputs: Mapping[str, Artifact], config: TrainConfig, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """``graphcert_grpo``: :func:`graphcert_grpo` from the ``checkpoint`` input on the certified
+    rows of the ``curriculum`` input's training split."""
+    curriculum = inputs["curriculum"]
+    rows = certified_train_rows(inputs["certified"], curriculum)
+    result = graphcert_grpo(
+        str(inputs["checkpoint"].path),
+        rows,
+        str(inputs["snapshot"].path),
+        config,
+        out_dir,
+        data_fingerprint=curriculum.fingerprint,
+        domain=ctx.domain,
+    )
+    return _trained(GRAPHCERT_GRPO, inputs, config, out_dir, ctx, result)
+
+
+def build_graphdancer_rl(
+    inputs: Mapping[str, Artifact], config: TrainConfig, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """``graphdancer_rl``: :func:`graphdancer_rl` from the ``checkpoint`` input on the training
+    items of the ``curriculum`` input."""
+    from components.curriculum import training_items
+
+    curriculum = inputs["curriculum"]
+    items = training_items(read_parquet(str(curriculum.path)))
+    result = graphdancer_rl(
+        str(inputs["checkpoint"].path),
+        items,
+        str(inputs["snapshot"].path),
+        config,
+        out_dir,
+        data_fingerprint=curriculum.fingerprint,
+        domain=ctx.domain,
+    )
+    return _trained(GRAPHDANCER_RL, inputs, config, out_dir, ctx, result)
+
+
+def build_graphdancer_dpo(
+    inputs: Mapping[str, Artifact], config: TrainConfig, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """``graphdancer_dpo``: :func:`graphdancer_dpo` from the ``stage1`` input on the ``pairs``
+    input, ordered by the ``curriculum`` input's levels. Without pairs nothing is trained: the
+    artifact stores nothing and its summary says ``trained: false`` and why."""
+    pairs_art = inputs["pairs"]
+    pairs = read_parquet(str(pairs_art.path))
+    if not pairs:
+        reason = (
+            f"0 preference pairs ({pairs_art.summary.get('dropped')}): the stage-1 policy's sampled pools "
+            "were uniform, so there is nothing to prefer"
+        )
+        ctx.log(f"{ctx.domain}/graphdancer_dpo not trained: {reason}")
+        return GRAPHDANCER_DPO.artifact(
+            inputs, config, ctx, path=None, summary={"trained": False, "reason": reason, "pairs": 0}
+        )
+    levels = {str(r["id"]): r["level"] for r in read_parquet(str(inputs["curriculum"].path))}
+    result = graphdancer_dpo(
+        str(inputs["stage1"].path),
+        pairs,
+        levels,
+        config,
+        out_dir,
+        data_fingerprint=pairs_art.fingerprint,
+        domain=ctx.domain,
+    )
+    return _trained(GRAPHDANCER_DPO, inputs, config, out_dir, ctx, result, trained=True, pairs=len(pairs))
+
+
+def build_grain_checkpoint(
+    inputs: Mapping[str, Artifact], config: TrainConfig, out_dir: Path, ctx: BuildContext
+) -> Artifact:
+    """``grain_checkpoint``: :func:`grain_stage` on the training split of the ``tasks`` input
+    (GRIT-style tasks)."""
+    from components.evaluation.grit import from_row
+
+    tasks = inputs["tasks"]
+    items = [from_row(r) for r in read_parquet(str(tasks.path)) if r["split"] == "train"]
+    result = grain_stage(items, config, out_dir, data_fingerprint=tasks.fingerprint, cache_root=ctx.data_root)
+    return _trained(GRAIN_CHECKPOINT, inputs, config, out_dir, ctx, result)
+
+
+GRAPHCERT_GRPO: Final = Layer("graphcert_grpo", build_graphcert_grpo, TrainConfig.resolved)
+GRAPHDANCER_RL: Final = Layer("graphdancer_rl", build_graphdancer_rl, TrainConfig.resolved)
+GRAPHDANCER_DPO: Final = Layer("graphdancer_dpo", build_graphdancer_dpo, TrainConfig.resolved)
+GRAIN_CHECKPOINT: Final = Layer("grain_checkpoint", build_grain_checkpoint, TrainConfig.resolved)

@@ -38,8 +38,13 @@ class TeacherBackend:
             ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
             if not ids:
                 ids = [self.tokenizer.eos_token_id]
-            out.append([Generation(text[: -len(stop)] if stop else text, len(p), len(ids),
-                                   stop or "eos", token_ids=tuple(ids))])
+            out.append(
+                [
+                    Generation(
+                        text[: -len(stop)] if stop else text, len(p), len(ids), stop or "eos", token_ids=tuple(ids)
+                    )
+                ]
+            )
         return out
 
 
@@ -53,30 +58,47 @@ def grain_teacher_steps(item: Mapping[str, Any]) -> list[str]:
     return [f"<graph>{json.dumps(item['gold_ir'], ensure_ascii=False)}</graph>", f"<answer>{item['answer']}</answer>"]
 
 
-def teacher_records(rows: Sequence[Mapping[str, Any]], steps_of: Callable[[Mapping[str, Any]], list[str]],
-                    make_env: Callable[[], ToolEnvironment], tokenizer: Any, *, stops: Sequence[str] = CODE_STOPS,
-                    system_prompt: str | None = None) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
+def teacher_records(
+    rows: Sequence[Mapping[str, Any]],
+    steps_of: Callable[[Mapping[str, Any]], list[str]],
+    make_env: Callable[[], ToolEnvironment],
+    tokenizer: Any,
+    *,
+    stops: Sequence[str] = CODE_STOPS,
+    system_prompt: str | None = None,
+) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
     """``(records, dropped)``: one teacher trajectory per row — the steps ``steps_of(row)`` played
     through a fresh environment — kept when it made exactly one valid call and answered in a valid
     format; ``dropped`` lists the others with why."""
     records, dropped = [], []
-    config = RolloutConfig(max_turns=2, max_new_tokens=4096, max_total_tokens=1 << 20, system_prompt=system_prompt,
-                           stops=tuple(stops))
+    config = RolloutConfig(
+        max_turns=2, max_new_tokens=4096, max_total_tokens=1 << 20, system_prompt=system_prompt, stops=tuple(stops)
+    )
     for row in rows:
         episode_row = {"question": row["question"], "answer": row["answer"], "answer_type": row.get("answer_type")}
         runner = RolloutRunner(TeacherBackend(tokenizer, steps_of(row), stops), make_env, config)
         (rec,) = runner.run([episode_row])
         s = rec.stats
         if not (s.answered and s.valid_format and s.valid_calls == 1):
-            dropped.append({"id": row.get("id"), "reason": "the teacher's call did not run cleanly in the environment",
-                            "trace": json.dumps(rec.trace, default=str)[:2000]})
+            dropped.append(
+                {
+                    "id": row.get("id"),
+                    "reason": "the teacher's call did not run cleanly in the environment",
+                    "trace": json.dumps(rec.trace, default=str)[:2000],
+                }
+            )
             continue
         rec.row = {**episode_row, "id": row.get("id")}
         records.append(rec)
     return records, dropped
 
 
-def certified_teacher_records(rows: Sequence[Mapping[str, Any]], make_env: Callable[[], ToolEnvironment],
-                              tokenizer: Any, *, system_prompt: str | None = None) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
+def certified_teacher_records(
+    rows: Sequence[Mapping[str, Any]],
+    make_env: Callable[[], ToolEnvironment],
+    tokenizer: Any,
+    *,
+    system_prompt: str | None = None,
+) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
     """Teacher trajectories of certified rows in the Python + Cypher environment (module docstring)."""
     return teacher_records(rows, teacher_steps, make_env, tokenizer, stops=CODE_STOPS, system_prompt=system_prompt)

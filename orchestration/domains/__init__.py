@@ -38,7 +38,9 @@ Schema of a file::
     grit:                     # optional, read from the default domain: GritConfig (components/evaluation/grit.py)
       sizes: [10, 40]         # train / test / ood nodes; large_sizes: [40, 60]
 
-Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated); ``GRAPHDOJO_DOMAINS``
+Extra folders can be added with ``GRAPHDOJO_DOMAINS_DIR`` (``:``-separated) and single files
+anywhere with ``GRAPHDOJO_DOMAIN_FILES`` (``:``-separated; what ``graphdojo demo --domain-file``
+sets); ``GRAPHDOJO_DOMAINS``
 (``,``-separated names) keeps only those domains (a deployment that serves one graph, a test);
 ``GRAPHDOJO_PRESET`` sets every domain's ``train.preset`` (e.g. ``cpu-demo``: the real SmolLM2
 instead of the demo's tiny model).
@@ -57,12 +59,12 @@ import yaml
 from components.certify.dataset import CertifyConfig
 from components.evaluation.agents import EvalConfig
 from components.evaluation.grit import GritConfig
-from components.training.ablations import Ablation, ablations_from
 from components.graph.snapshot import SourceSpec
-from components.training.checkpoint import TrainConfig
 from components.quizzer.run import QuizConfig
+from components.training.ablations import Ablation, ablations_from
+from components.training.checkpoint import TrainConfig
 
-__all__ = ["DomainConfig", "DOMAINS_DIR", "default_domain", "load_domains"]
+__all__ = ["DomainConfig", "DOMAINS_DIR", "DomainConfigError", "default_domain", "load_domain_file", "load_domains"]
 
 DOMAINS_DIR = Path(__file__).resolve().parent
 _URI_FORMATS = {"generator", "neo4j"}
@@ -139,17 +141,28 @@ def _load(path: Path) -> DomainConfig:
     )
 
 
+def load_domain_file(path: Path) -> DomainConfig:
+    """One domain YAML from anywhere (relative paths inside it are resolved against its folder)."""
+    path = Path(path).expanduser().resolve()
+    if not path.is_file():
+        raise DomainConfigError(f"{path}: no such domain file")
+    return _load(path)
+
+
 def load_domains(extra_dirs: str | None = None) -> dict[str, DomainConfig]:
     dirs = [DOMAINS_DIR]
     extra = extra_dirs if extra_dirs is not None else os.environ.get("GRAPHDOJO_DOMAINS_DIR", "")
     dirs += [Path(d) for d in extra.split(":") if d]
+    files = [p for d in dirs for p in sorted(d.glob("*.yaml"))]
+    files += [Path(f) for f in os.environ.get("GRAPHDOJO_DOMAIN_FILES", "").split(":") if f]
     domains: dict[str, DomainConfig] = {}
-    for d in dirs:
-        for path in sorted(d.glob("*.yaml")):
-            cfg = _load(path)
-            if cfg.name in domains:
-                raise DomainConfigError(f"{path}: domain {cfg.name!r} already defined in {domains[cfg.name].path}")
-            domains[cfg.name] = cfg
+    for path in files:
+        cfg = load_domain_file(path)
+        if cfg.name in domains:
+            if Path(domains[cfg.name].path) == Path(cfg.path):
+                continue  # the same file named twice
+            raise DomainConfigError(f"{path}: domain {cfg.name!r} already defined in {domains[cfg.name].path}")
+        domains[cfg.name] = cfg
     preset = os.environ.get("GRAPHDOJO_PRESET", "").strip()
     if preset:
         try:

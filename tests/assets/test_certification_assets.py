@@ -10,10 +10,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets.artifacts import pipeline_resources
 from assets.certification import certified_dataset_asset
 from assets.generation import qa_candidates_asset
 from assets.graph import graph_snapshot_asset
-from assets.resources import ArtifactStore, GraphBackendResource
 from components.certify.dataset import CertifyConfig, read_certified
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig
@@ -25,20 +25,26 @@ QUIZ = QuizConfig(template_n=16, llm_n=0, seed=1)
 
 
 def _materialize(root: Path, certify: CertifyConfig, quiz: QuizConfig = QUIZ):
-    defs = [*graph_snapshot_asset("lab", SOURCE), *qa_candidates_asset("lab", quiz),
-            *certified_dataset_asset("lab", certify)]
+    defs = [
+        *graph_snapshot_asset("lab", SOURCE),
+        *qa_candidates_asset("lab", quiz),
+        *certified_dataset_asset("lab", certify),
+    ]
     with dg.DagsterInstance.ephemeral() as instance:
         return dg.materialize(
             defs,
-            resources={"store": ArtifactStore(data_root=str(root)), "graph": GraphBackendResource()},
+            resources=pipeline_resources(str(root)),
             instance=instance,
             raise_on_error=False,
         )
 
 
 def _meta(result, name: str):
-    (mat,) = [e.event_specific_data.materialization for e in result.get_asset_materialization_events()
-              if e.asset_key.path[-1] == name]
+    (mat,) = [
+        e.event_specific_data.materialization
+        for e in result.get_asset_materialization_events()
+        if e.asset_key.path[-1] == name
+    ]
     return mat.metadata
 
 
@@ -58,16 +64,25 @@ def test_certified_dataset_with_green_checks(tmp_path: Path) -> None:
     named = next(r for r in rows if r["admitted"] and r["start_node_json"] != "null")
     start = json.loads(named["start_node_json"])
     # an evaluation set that grounds the start node of one admitted candidate
-    ev = _eval_file(tmp_path, [{"qid": "e1", "question": "Anything about this node?", "answer": "",
-                                "entities": [start["id"]]}])
-    config = CertifyConfig(eval_questions=ev, fault_sample=4,
-                           bands={"admitted_rate": (0.5, 1.0), "hard_failure_rate": (0.0, 0.0)})
+    ev = _eval_file(
+        tmp_path, [{"qid": "e1", "question": "Anything about this node?", "answer": "", "entities": [start["id"]]}]
+    )
+    config = CertifyConfig(
+        eval_questions=ev, fault_sample=4, bands={"admitted_rate": (0.5, 1.0), "hard_failure_rate": (0.0, 0.0)}
+    )
     result = _materialize(tmp_path / "run", config)
     assert result.success
     checks = _checks(result)
-    assert checks == {"graph_non_empty": True, "admitted_nonzero": True, "admitted_reverified": True,
-                      "no_leakage": True, "expectations": True, "certifier_accuracy": True,
-                      "admitted_rate_bounds_check": True, "hard_failure_rate_bounds_check": True}
+    assert checks == {
+        "graph_non_empty": True,
+        "admitted_nonzero": True,
+        "admitted_reverified": True,
+        "no_leakage": True,
+        "expectations": True,
+        "certifier_accuracy": True,
+        "admitted_rate_bounds_check": True,
+        "hard_failure_rate_bounds_check": True,
+    }
     meta = _meta(result, "certified_dataset")
     rows = read_certified(meta["path"].value)
     admitted = read_certified(meta["admitted_path"].value)
@@ -93,8 +108,12 @@ def test_certified_dataset_with_green_checks(tmp_path: Path) -> None:
         assert r["status"] == "strict" and r["verdict"] == "skipped"
         features = json.loads(r["evidence_features_json"])
         assert len(features) == len(json.loads(r["evidence_json"])) and all(f["ok"] for f in features)
-    rec = Catalog(tmp_path / "run" / "catalog.duckdb").latest("certified_dataset", "lab")
-    assert rec.parents == (_meta(result, "qa_candidates")["fingerprint"].value,)
+    rec = Catalog(tmp_path / "run" / "catalog.duckdb").get("certified_dataset", "lab", meta["fingerprint"].value)
+    # parents in input-name order: the candidates, then the snapshot they were made on
+    assert rec.parents == (
+        _meta(result, "qa_candidates")["fingerprint"].value,
+        _meta(result, "graph_snapshot")["fingerprint"].value,
+    )
 
 
 def test_blocking_checks_fail_when_nothing_is_admitted(tmp_path: Path) -> None:
@@ -105,8 +124,9 @@ def test_blocking_checks_fail_when_nothing_is_admitted(tmp_path: Path) -> None:
     data = generate("academic", seed=2, scale=200)
     ids = [row["id"] for table in data.nodes.values() for row in table.rows]
     ev = _eval_file(tmp_path, [{"qid": "all", "question": "everything", "answer": "", "entities": ids}])
-    result = _materialize(tmp_path, CertifyConfig(eval_questions=ev, fault_sample=0,
-                                                  bands={"admitted_rate": (0.5, 1.0)}))
+    result = _materialize(
+        tmp_path, CertifyConfig(eval_questions=ev, fault_sample=0, bands={"admitted_rate": (0.5, 1.0)})
+    )
     checks = _checks(result)
     assert checks["admitted_nonzero"] is False and checks["admitted_rate_bounds_check"] is False
     assert checks["no_leakage"] is True and checks["expectations"] is True
@@ -123,8 +143,9 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_judge_on_admits_only_accepted(tmp_path: Path, tiny_model: Path) -> None:
     """A random tiny judge never writes a verdict line: every certified candidate is
     ``uncertain`` and none is admitted — the judge's stage is real, and blocking."""
-    config = CertifyConfig(judge="on", judge_options={"model_dir": str(tiny_model), "threads": 1},
-                           judge_max_new_tokens=8, fault_sample=0)
+    config = CertifyConfig(
+        judge="on", judge_options={"model_dir": str(tiny_model), "threads": 1}, judge_max_new_tokens=8, fault_sample=0
+    )
     result = _materialize(tmp_path, config, QuizConfig(template_n=4, llm_n=0, seed=1))
     rows = read_certified(_meta(result, "certified_dataset")["path"].value)
     certified = [r for r in rows if r["status"] != "hard_failure"]
@@ -137,11 +158,14 @@ def test_judge_on_admits_only_accepted(tmp_path: Path, tiny_model: Path) -> None
 def test_curriculum_splits_from_the_certified_dataset(tmp_path: Path) -> None:
     from assets.training import curriculum_splits_asset
 
-    defs = [*graph_snapshot_asset("lab", SOURCE), *qa_candidates_asset("lab", QUIZ),
-            *certified_dataset_asset("lab", CertifyConfig(fault_sample=0)), *curriculum_splits_asset("lab", seed=2)]
+    defs = [
+        *graph_snapshot_asset("lab", SOURCE),
+        *qa_candidates_asset("lab", QUIZ),
+        *certified_dataset_asset("lab", CertifyConfig(fault_sample=0)),
+        *curriculum_splits_asset("lab", seed=2),
+    ]
     with dg.DagsterInstance.ephemeral() as instance:
-        result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)), "graph": GraphBackendResource()},
-                                instance=instance)
+        result = dg.materialize(defs, resources=pipeline_resources(str(tmp_path)), instance=instance)
     assert result.success and _checks(result)["no_entity_crosses_splits"] is True
     meta = _meta(result, "curriculum_splits")
     import pyarrow.parquet as pq
@@ -162,22 +186,27 @@ def test_a_changed_graph_is_recertified_incrementally_and_equals_a_full_run(tmp_
     quiz = QuizConfig(template_n=24, llm_n=0, seed=1)
     config = CertifyConfig(fault_sample=0)
 
-    def run(root: Path):
-        defs = [*graph_snapshot_asset("lab", SourceSpec("csv", str(src))), *qa_candidates_asset("lab", quiz),
-                *certified_dataset_asset("lab", config)]
-        with dg.DagsterInstance.ephemeral() as instance:
-            result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(root)),
-                                                     "graph": GraphBackendResource()}, instance=instance)
+    def run(root: Path, instance: dg.DagsterInstance):
+        defs = [
+            *graph_snapshot_asset("lab", SourceSpec("csv", str(src))),
+            *qa_candidates_asset("lab", quiz),
+            *certified_dataset_asset("lab", config),
+        ]
+        result = dg.materialize(defs, resources=pipeline_resources(str(root)), instance=instance)
         meta = _meta(result, "certified_dataset")
-        return read_certified(meta["path"].value), Catalog(root / "catalog.duckdb").latest("certified_dataset", "lab")
+        rec = Catalog(root / "catalog.duckdb").get("certified_dataset", "lab", meta["fingerprint"].value)
+        return read_certified(meta["path"].value), rec
 
-    first, rec1 = run(tmp_path / "data")
+    # the earlier run the incremental one builds on is the asset's previous materialization
+    instance = dg.DagsterInstance.ephemeral()
+    first, rec1 = run(tmp_path / "data", instance)
     assert rec1.metadata["reused_certificates"] == 0 and rec1.metadata["reused_from"] is None
     for row in graph.nodes["Venue"].rows:  # the graph changes in one label
         row["name"] = f"{row['name']} II"
     write_csv_graph(graph, src)
-    second, rec2 = run(tmp_path / "data")
-    full, _ = run(tmp_path / "fresh")  # a full certification of the changed graph
+    second, rec2 = run(tmp_path / "data", instance)
+    full, rec3 = run(tmp_path / "fresh", dg.DagsterInstance.ephemeral())  # a full certification of the changed graph
+    assert rec3.metadata["reused_from"] is None
     assert rec2.metadata["reused_from"] == rec1.fingerprint
     assert 0 < rec2.metadata["reused_certificates"] < len(second)
     # equal to the full run in every column but the quizzer's own timings (it ran twice)
@@ -190,4 +219,5 @@ def _untimed(rows: list[dict]) -> list[dict]:
         if isinstance(v, dict):
             return {k: strip(x) for k, x in v.items() if k not in ("elapsed_s", "elapsed_ms", "latency_s")}
         return [strip(x) for x in v] if isinstance(v, list) else v
+
     return [strip({k: json.loads(v) if k.endswith("_json") else v for k, v in r.items()}) for r in rows]

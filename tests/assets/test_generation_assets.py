@@ -8,9 +8,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from assets.artifacts import pipeline_resources
 from assets.generation import qa_candidates_asset
 from assets.graph import graph_snapshot_asset
-from assets.resources import ArtifactStore, GraphBackendResource
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig, read_candidates
 from components.store import Catalog
@@ -23,7 +23,7 @@ def _materialize(root: Path, quiz: QuizConfig):
     with dg.DagsterInstance.ephemeral() as instance:
         return dg.materialize(
             defs,
-            resources={"store": ArtifactStore(data_root=str(root)), "graph": GraphBackendResource()},
+            resources=pipeline_resources(str(root)),
             instance=instance,
         )
 
@@ -41,7 +41,7 @@ def test_qa_candidates_are_written_recorded_and_chained_to_the_snapshot(tmp_path
     result = _materialize(tmp_path, QuizConfig(template_n=12, llm_n=0, seed=3))
     assert result.success
     snap, meta = _meta(result, "graph_snapshot"), _meta(result, "qa_candidates")
-    assert meta["snapshot_fingerprint"].value == snap["fingerprint"].value
+    assert meta["parents"].value == [snap["fingerprint"].value] and meta["layer"].value == "qa_candidates"
     path = Path(meta["path"].value)
     cands = read_candidates(path)
     assert len(cands) == 12 == meta["candidates"].value
@@ -50,7 +50,7 @@ def test_qa_candidates_are_written_recorded_and_chained_to_the_snapshot(tmp_path
     assert all(c.evidence for c in cands if c.ok)  # executed, registered evidence
     rec = Catalog(tmp_path / "catalog.duckdb").latest("qa_candidates", "shop")
     assert rec.parents == (snap["fingerprint"].value,) and rec.path == str(path)
-    assert "| template |" in meta["preview"].value
+    assert "| template |" in meta["preview"].value and meta["reused"].value is False
 
 
 def test_same_seed_is_deterministic_and_a_rerun_reuses_the_artifact(tmp_path: Path) -> None:
@@ -63,7 +63,7 @@ def test_same_seed_is_deterministic_and_a_rerun_reuses_the_artifact(tmp_path: Pa
     mtime = path.stat().st_mtime_ns
     again = _meta(_materialize(tmp_path / "a", quiz), "qa_candidates")
     assert again["fingerprint"].value == a["fingerprint"].value
-    assert path.stat().st_mtime_ns == mtime  # reused, not regenerated
+    assert path.stat().st_mtime_ns == mtime and again["reused"].value is True  # reused, not regenerated
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,9 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_llm_quizzer_failures_are_recorded_not_raised(tmp_path: Path, tiny_model: Path) -> None:
     quiz = QuizConfig(
-        template_n=0, llm_n=2, seed=0,
+        template_n=0,
+        llm_n=2,
+        seed=0,
         backend_options={"model_dir": str(tiny_model), "threads": 1},
         llm={"max_turns": 1, "max_new_tokens": 24},
     )

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.artifacts import pipeline_resources
 from assets.graph import graph_snapshot_asset
-from assets.resources import ArtifactStore, GraphBackendResource
 from components.graph.ladybug import LadybugBackend
 from components.graph.snapshot import SourceSpec
 
@@ -15,7 +15,7 @@ from components.graph.snapshot import SourceSpec
 def _materialize(tmp_path: Path, spec: SourceSpec):
     defs = graph_snapshot_asset("tiny", spec)
     with dg.DagsterInstance.ephemeral() as instance:
-        return dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)), "graph": GraphBackendResource()}, instance=instance)
+        return dg.materialize(defs, resources=pipeline_resources(str(tmp_path)), instance=instance)
 
 
 def test_graph_snapshot_materializes_stores_db_and_catalog_row(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ import dagster as dg
 import pytest
 from transformers import AutoModelForCausalLM
 
+from assets.artifacts import pipeline_resources
 from assets.certification import certified_dataset_asset
+from assets.evaluation import eval_reports_asset, grit_eval_asset
 from assets.generation import grit_tasks_asset, qa_candidates_asset
 from assets.graph import graph_snapshot_asset
-from assets.resources import ArtifactStore, GraphBackendResource
 from assets.training import (
     ablations_asset,
     checkpoints_asset,
@@ -23,21 +24,22 @@ from assets.training import (
     preference_pairs_asset,
     rl_stage_assets,
 )
-from assets.evaluation import eval_reports_asset, grit_eval_asset
+from components.certify.dataset import CertifyConfig
 from components.evaluation.agents import EvalConfig
 from components.evaluation.grit import GritConfig
-from components.training.ablations import ablations_from
-from components.certify.dataset import CertifyConfig
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig
+from components.training.ablations import ablations_from
 from components.training.checkpoint import TrainConfig
 
 SOURCE = SourceSpec("generator", "biomedical", {"seed": 3, "scale": 200})
 
 
 def _materialized(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
-    return {e.asset_key.path[-1]: e.event_specific_data.materialization.metadata
-            for e in result.get_asset_materialization_events()}
+    return {
+        e.asset_key.path[-1]: e.event_specific_data.materialization.metadata
+        for e in result.get_asset_materialization_events()
+    }
 
 
 def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
@@ -45,18 +47,31 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
 
     train = TrainConfig(preset="cpu-tiny", max_steps=6, threads=1)
     judge = str(tiny_random_model(tmp_path / "judge", seed=1))
-    evaluate = EvalConfig(samples=2, max_questions=2, max_turns=1, max_new_tokens=8, threads=1, judge_model_dir=judge,
-                          grit_per_split=2)
-    defs = [*graph_snapshot_asset("bio", SOURCE), *qa_candidates_asset("bio", QuizConfig(template_n=16, llm_n=0, seed=2)),
-            *certified_dataset_asset("bio", CertifyConfig(fault_sample=0)), *curriculum_splits_asset("bio"),
-            *checkpoints_asset("bio", train), *rl_stage_assets("bio", train), *preference_pairs_asset("bio", train),
-            *grit_tasks_asset(GritConfig(train=8, test=4, ood=4, large=2, sizes=(5, 8), large_sizes=(9, 12))), *grain_checkpoint_asset(train),
-            *ablations_asset("bio", train, ablations_from([{"name": "strict-only", "data": "strict"},
-                                                          {"name": "no-evidence-reward", "reward": "answer_only"}])),
-            *eval_reports_asset("bio", train, evaluate), *grit_eval_asset(train, evaluate)]
+    evaluate = EvalConfig(
+        samples=2, max_questions=2, max_turns=1, max_new_tokens=8, threads=1, judge_model_dir=judge, grit_per_split=2
+    )
+    defs = [
+        *graph_snapshot_asset("bio", SOURCE),
+        *qa_candidates_asset("bio", QuizConfig(template_n=16, llm_n=0, seed=2)),
+        *certified_dataset_asset("bio", CertifyConfig(fault_sample=0)),
+        *curriculum_splits_asset("bio"),
+        *checkpoints_asset("bio", train),
+        *rl_stage_assets("bio", train),
+        *preference_pairs_asset("bio", train),
+        *grit_tasks_asset(GritConfig(train=8, test=4, ood=4, large=2, sizes=(5, 8), large_sizes=(9, 12))),
+        *grain_checkpoint_asset(train),
+        *ablations_asset(
+            "bio",
+            train,
+            ablations_from(
+                [{"name": "strict-only", "data": "strict"}, {"name": "no-evidence-reward", "reward": "answer_only"}]
+            ),
+        ),
+        *eval_reports_asset("bio", train, evaluate),
+        *grit_eval_asset(train, evaluate),
+    ]
     with dg.DagsterInstance.ephemeral() as instance:
-        result = dg.materialize(defs, resources={"store": ArtifactStore(data_root=str(tmp_path)),
-                                                 "graph": GraphBackendResource()}, instance=instance)
+        result = dg.materialize(defs, resources=pipeline_resources(str(tmp_path)), instance=instance)
     assert result.success
     materialized = _materialized(result)
     meta = materialized["checkpoints"]
@@ -77,8 +92,11 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     dpo = materialized["graphdancer_dpo"]
     assert dpo["trained"].value is False and "0 preference pairs" in dpo["reason"].value and "path" not in dpo
 
-    for stage, method in (("graphcert_grpo", "graphcert-grpo"), ("graphdancer_rl", "graphdancer-rl"),
-                          ("grain_checkpoint", "grain")):
+    for stage, method in (
+        ("graphcert_grpo", "graphcert-grpo"),
+        ("graphdancer_rl", "graphdancer-rl"),
+        ("grain_checkpoint", "grain"),
+    ):
         m = materialized[stage]
         folder = Path(m["path"].value)
         assert m["method"].value == method and (folder / "config.json").is_file() and (folder / "curves.png").is_file()
@@ -98,9 +116,17 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     # the evaluation: every system side by side on the test split; the untrained DPO listed as such
     ev = materialized["eval_reports"]
     rows = {r.data["system"]: r.data for r in ev["systems"].value.records}
-    assert list(rows) == ["base (before training)", "graph-cot zero-shot", "graphrag", "sft-only", "graphcert-grpo",
-                          "graphdancer-rl", "graphdancer-rl→dpo", "ablation: strict-only",
-                          "ablation: no-evidence-reward"]
+    assert list(rows) == [
+        "base (before training)",
+        "graph-cot zero-shot",
+        "graphrag",
+        "sft-only",
+        "graphcert-grpo",
+        "graphdancer-rl",
+        "graphdancer-rl→dpo",
+        "ablation: strict-only",
+        "ablation: no-evidence-reward",
+    ]
     abl = {r.data["name"]: r.data for r in materialized["ablations"]["ablations"].value.records}
     assert abl["strict-only"]["data"] == "strict" and abl["no-evidence-reward"]["reward"] == "answer_only"
     assert rows["graphdancer-rl→dpo"]["note"].startswith("not trained")
@@ -124,4 +150,3 @@ def test_train_config_validation() -> None:
         TrainConfig.from_dict({"preset": "gpu"})
     with pytest.raises(ValueError, match="unknown train options"):
         TrainConfig.from_dict({"epochs": 3})
-

@@ -16,11 +16,32 @@ from components.evaluation.questions import QuestionFileError, load_questions
 from components.graph.jsonl import JsonlFileError
 from components.rubric.batch import read_marked
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
-                     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
-                         st.sampled_from(["id", "qid", "question", "answer", "entities", "queries", "evidence",
-                                          "evidence_json", "answer_type", "level", "x"]), kids, max_size=5),
-                     max_leaves=14)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda kids: (
+        st.lists(kids, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "id",
+                    "qid",
+                    "question",
+                    "answer",
+                    "entities",
+                    "queries",
+                    "evidence",
+                    "evidence_json",
+                    "answer_type",
+                    "level",
+                    "x",
+                ]
+            ),
+            kids,
+            max_size=5,
+        )
+    ),
+    max_leaves=14,
+)
 _LINE = st.one_of(_JSON.map(lambda v: json.dumps(v).encode()), st.binary(max_size=30).filter(lambda b: b"\n" not in b))
 
 # reader -> the exceptions it may raise for bad input (anything else is a bug)

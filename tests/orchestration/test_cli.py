@@ -29,13 +29,30 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict
 @pytest.fixture(scope="module")
 def academic_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("cli") / "academic"
-    assert main(["graph", "import", "--format", "generator", "academic", "--db", str(db), "--scale", "300", "--seed", "1"]) == 0
+    assert (
+        main(["graph", "import", "--format", "generator", "academic", "--db", str(db), "--scale", "300", "--seed", "1"])
+        == 0
+    )
     return db
 
 
 def test_import_generator_prints_counts_and_fingerprint(academic_db: Path, capsys) -> None:
     capsys.readouterr()
-    code, (out,), _ = _run(capsys, "graph", "import", "--format", "generator", "academic", "--db", str(academic_db), "--scale", "300", "--seed", "1", "--overwrite")
+    code, (out,), _ = _run(
+        capsys,
+        "graph",
+        "import",
+        "--format",
+        "generator",
+        "academic",
+        "--db",
+        str(academic_db),
+        "--scale",
+        "300",
+        "--seed",
+        "1",
+        "--overwrite",
+    )
     assert code == 0 and out["ok"] is True
     with LadybugBackend(academic_db) as b:
         assert out["fingerprint"] == b.fingerprint()
@@ -45,12 +62,20 @@ def test_import_generator_prints_counts_and_fingerprint(academic_db: Path, capsy
 def test_import_cypher_script_and_query_it(tmp_path: Path, capsys) -> None:
     script = tmp_path / "movies.cypher"
     script.write_text(MOVIES)
-    code, (out,), _ = _run(capsys, "graph", "import", "--format", "cypher-script", str(script), "--db", str(tmp_path / "db"))
+    code, (out,), _ = _run(
+        capsys, "graph", "import", "--format", "cypher-script", str(script), "--db", str(tmp_path / "db")
+    )
     assert code == 0 and (out["nodes"], out["relationships"]) == (3, 2)
     code, (res,), _ = _run(
-        capsys, "graph", "query", "--db", str(tmp_path / "db"), "--query",
+        capsys,
+        "graph",
+        "query",
+        "--db",
+        str(tmp_path / "db"),
+        "--query",
         "MATCH (p:Person)-[r:ACTED_IN]->(m:Movie {title: $t}) RETURN p.name AS name, r.roles AS roles ORDER BY name",
-        "--params", '{"t": "The Matrix"}',
+        "--params",
+        '{"t": "The Matrix"}',
     )
     assert code == 0
     assert res["rows"] == [["Carrie-Anne Moss", ["Trinity"]], ["Keanu Reeves", ["Neo"]]]
@@ -110,7 +135,12 @@ def test_failures_are_one_json_line_on_stderr(argv, capsys) -> None:
 
 def test_console_entry_point(academic_db: Path) -> None:
     exe = Path(sys.executable).with_name("graphdojo")
-    proc = subprocess.run([str(exe), "graph", "query", "--db", str(academic_db), "--query", "MATCH (a:Author) RETURN count(a) AS n"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(exe), "graph", "query", "--db", str(academic_db), "--query", "MATCH (a:Author) RETURN count(a) AS n"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["columns"] == ["n"]
 
@@ -119,7 +149,9 @@ def test_quiz_template_writes_jsonl_records(academic_db: Path, tmp_path: Path, c
     from components.quizzer.candidate import QACandidate
 
     out = tmp_path / "cands.jsonl"
-    code, (summary,), _ = _run(capsys, "quiz", "--db", str(academic_db), "--kind", "template", "-n", "4", "--out", str(out), "--seed", "2")
+    code, (summary,), _ = _run(
+        capsys, "quiz", "--db", str(academic_db), "--kind", "template", "-n", "4", "--out", str(out), "--seed", "2"
+    )
     assert code == 0 and summary["ok"] is True and summary["total"] == 4
     records = [json.loads(line) for line in out.read_text().splitlines()]
     cands = [QACandidate.from_record(r) for r in records]
@@ -128,32 +160,59 @@ def test_quiz_template_writes_jsonl_records(academic_db: Path, tmp_path: Path, c
 
 
 def test_quiz_with_a_missing_model_folder_is_a_clear_error(academic_db: Path, tmp_path: Path, capsys) -> None:
-    code, out, err = _run(capsys, "quiz", "--db", str(academic_db), "--kind", "llm", "-n", "1", "--out", str(tmp_path / "x.jsonl"), "--model", str(tmp_path / "no-model"))
+    code, out, err = _run(
+        capsys,
+        "quiz",
+        "--db",
+        str(academic_db),
+        "--kind",
+        "llm",
+        "-n",
+        "1",
+        "--out",
+        str(tmp_path / "x.jsonl"),
+        "--model",
+        str(tmp_path / "no-model"),
+    )
     assert code == 1 and out == []
     payload = json.loads(err.strip().splitlines()[-1])
     assert str(tmp_path / "no-model") in payload["error"]["message"]
 
 
 def test_cypher_features_single_and_batch(tmp_path: Path, capsys) -> None:
-    code, (one,), _ = _run(capsys, "cypher", "features", "--query", "MATCH (x:Paper)<-[:WROTE]-(a:Author) RETURN count(a) AS n")
+    code, (one,), _ = _run(
+        capsys, "cypher", "features", "--query", "MATCH (x:Paper)<-[:WROTE]-(a:Author) RETURN count(a) AS n"
+    )
     assert code == 0 and one["ok"] and one["patterns"] == [["Author", "WROTE", "Paper", 1, 1, True]]
     assert one["return_family"] == "aggregation"
     f = tmp_path / "q.jsonl"
-    f.write_text(json.dumps({"id": 1, "query": "MATCH (p:Paper) RETURN p.title"}) + "\n" + json.dumps({"id": 2, "query": "MATCH (p"}) + "\n")
+    f.write_text(
+        json.dumps({"id": 1, "query": "MATCH (p:Paper) RETURN p.title"})
+        + "\n"
+        + json.dumps({"id": 2, "query": "MATCH (p"})
+        + "\n"
+    )
     code, out, _ = _run(capsys, "cypher", "features", "--file", str(f))
     assert code == 1 and [o["ok"] for o in out] == [True, False] and out[1]["code"] == "syntax_error"
 
 
 def test_certify_candidates_from_the_quiz_cli(academic_db: Path, tmp_path: Path, capsys) -> None:
     cands = tmp_path / "cands.jsonl"
-    assert main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "5", "--out", str(cands), "--seed", "1"]) == 0
+    assert (
+        main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "5", "--out", str(cands), "--seed", "1"])
+        == 0
+    )
     capsys.readouterr()
     code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands))
     assert code == 0 and len(out) == 5
     assert all(o["status"] in {"strict", "partial"} and o["admitted"] and o["verdict"] is None for o in out)
     # the same candidates against a different snapshot fingerprint: a hard failure of its own kind
-    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--snapshot-fingerprint", "0" * 32)
-    assert {o["status"] for o in out} == {"hard_failure"} and {tuple(o["reasons"]) for o in out} == {("snapshot_drift",)}
+    code, out, _ = _run(
+        capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--snapshot-fingerprint", "0" * 32
+    )
+    assert {o["status"] for o in out} == {"hard_failure"} and {tuple(o["reasons"]) for o in out} == {
+        ("snapshot_drift",)
+    }
     with cands.open("a") as fh:
         fh.write("{not a record\n")
     code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands))
@@ -169,28 +228,37 @@ def test_certify_admits_by_the_one_rule(academic_db: Path, tmp_path: Path, capsy
     from components.quizzer.external import candidate_from_program
 
     cands = tmp_path / "cands.jsonl"
-    assert main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "3", "--out", str(cands), "--seed", "2"]) == 0
+    assert (
+        main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "3", "--out", str(cands), "--seed", "2"])
+        == 0
+    )
     with LadybugBackend(academic_db) as b:
         qp = ReadOnlyQueryPath(b, schema=b.schema())
         # a valid answer picked out of a listing by Python: partial (selected_from_broader_evidence)
-        program = ("import json\nr = cypher('MATCH (v:Venue) RETURN v.name AS name ORDER BY name')\n"
-                   "answer = [row[0] for row in r.rows][1]\nmark_evidence(r)\nprint(json.dumps(answer))\n")
-        partial = candidate_from_program(qp, b.schema(), "ext-partial", "Which venue comes second by name?",
-                                         "entity", program)
+        program = (
+            "import json\nr = cypher('MATCH (v:Venue) RETURN v.name AS name ORDER BY name')\n"
+            "answer = [row[0] for row in r.rows][1]\nmark_evidence(r)\nprint(json.dumps(answer))\n"
+        )
+        partial = candidate_from_program(
+            qp, b.schema(), "ext-partial", "Which venue comes second by name?", "entity", program
+        )
     with cands.open("a") as fh:
         fh.write(json.dumps(partial.to_record()) + "\n")
     capsys.readouterr()
     code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands))
     assert code == 0 and out[-1]["status"] == "partial" and out[-1]["reasons"] == ["selected_from_broader_evidence"]
     assert [o["admitted"] for o in out] == [o["status"] == "strict" for o in out] and not out[-1]["admitted"]
-    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands),
-                        "--admit-partial-without-judge")
+    code, out, _ = _run(
+        capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--admit-partial-without-judge"
+    )
     assert out[-1]["admitted"] is True
     first = json.loads(cands.read_text().splitlines()[0])
     entity = json.loads(first["start_node_json"])["id"]
     ev = tmp_path / "eval.jsonl"
     ev.write_text(json.dumps({"qid": "e1", "question": "held out", "answer": "x", "entities": [entity]}) + "\n")
-    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--eval-questions", str(ev))
+    code, out, _ = _run(
+        capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--eval-questions", str(ev)
+    )
     assert out[0]["leaked"] is True and out[0]["admitted"] is False
     code, out, err = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(tmp_path / "none.jsonl"))
     assert code == 1 and out == [] and json.loads(err)["error"]["code"] == "file_not_found"
@@ -203,7 +271,9 @@ def test_certify_with_the_judge_on_a_tiny_model(academic_db: Path, tmp_path: Pat
     cands = tmp_path / "cands.jsonl"
     assert main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "2", "--out", str(cands)]) == 0
     capsys.readouterr()
-    code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--judge", "on", "--model", str(model))
+    code, out, _ = _run(
+        capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--judge", "on", "--model", str(model)
+    )
     assert code == 0 and len(out) == 2
     for o in out:
         assert o["verdict"] in {"accept", "reject", "uncertain"}
@@ -211,21 +281,27 @@ def test_certify_with_the_judge_on_a_tiny_model(academic_db: Path, tmp_path: Pat
         assert o["judge"]["stage1"] in {"accept", "reject", "uncertain"}
 
 
-def test_an_external_qa_record_with_only_the_documented_fields_certifies(academic_db: Path, tmp_path: Path, capsys) -> None:
+def test_an_external_qa_record_with_only_the_documented_fields_certifies(
+    academic_db: Path, tmp_path: Path, capsys
+) -> None:
     cands = tmp_path / "cands.jsonl"
-    assert main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "3", "--out", str(cands), "--seed", "4"]) == 0
+    assert (
+        main(["quiz", "--db", str(academic_db), "--kind", "template", "-n", "3", "--out", str(cands), "--seed", "4"])
+        == 0
+    )
     keep = ("id", "question", "answer", "answer_type", "evidence_json", "final_program")
     external = tmp_path / "external.jsonl"
-    external.write_text("".join(
-        json.dumps({k: rec[k] for k in keep}) + "\n"
-        for rec in map(json.loads, cands.read_text().splitlines())
-    ))
+    external.write_text(
+        "".join(json.dumps({k: rec[k] for k in keep}) + "\n" for rec in map(json.loads, cands.read_text().splitlines()))
+    )
     capsys.readouterr()
     code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(external))
     assert code == 0 and len(out) == 3
     assert all(o["status"] in {"strict", "partial"} for o in out), out
     stripped = tmp_path / "no_id.jsonl"
-    stripped.write_text(json.dumps({k: v for k, v in json.loads(external.read_text().splitlines()[0]).items() if k != "id"}) + "\n")
+    stripped.write_text(
+        json.dumps({k: v for k, v in json.loads(external.read_text().splitlines()[0]).items() if k != "id"}) + "\n"
+    )
     code, out, _ = _run(capsys, "certify", "--db", str(academic_db), "--candidates", str(stripped))
     assert code == 1 and "needs an 'id'" in out[0]["error"]["message"]
 
@@ -233,17 +309,34 @@ def test_an_external_qa_record_with_only_the_documented_fields_certifies(academi
 def test_rubric_score_pairs_items_and_reports_every_problem(academic_db: Path, tmp_path: Path, capsys) -> None:
     q = "MATCH (a:Author {name: $n})-[:WROTE]->(p:Paper) RETURN count(p) AS n"
     gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
-    gold.write_text("\n".join(json.dumps(x) for x in [
-        {"id": "a", "queries": [q], "answer": "3"},
-        {"id": "b", "evidence_json": json.dumps([{"id": "b:q1", "query": q}])},
-        {"id": "c", "queries": [q]},
-    ]) + "\n")
-    pred.write_text("\n".join([
-        json.dumps({"id": "b", "evidence": [{"query": "MATCH (v:Venue) RETURN v.name"}]}),
-        json.dumps({"id": "a", "queries": ["MATCH (x:Paper)<-[:WROTE]-(y:Author) WHERE y.name = $n RETURN count(x)"], "answer": "4"}),
-        json.dumps({"id": "z", "queries": []}),
-        "{broken",
-    ]) + "\n")
+    gold.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"id": "a", "queries": [q], "answer": "3"},
+                {"id": "b", "evidence_json": json.dumps([{"id": "b:q1", "query": q}])},
+                {"id": "c", "queries": [q]},
+            ]
+        )
+        + "\n"
+    )
+    pred.write_text(
+        "\n".join(
+            [
+                json.dumps({"id": "b", "evidence": [{"query": "MATCH (v:Venue) RETURN v.name"}]}),
+                json.dumps(
+                    {
+                        "id": "a",
+                        "queries": ["MATCH (x:Paper)<-[:WROTE]-(y:Author) WHERE y.name = $n RETURN count(x)"],
+                        "answer": "4",
+                    }
+                ),
+                json.dumps({"id": "z", "queries": []}),
+                "{broken",
+            ]
+        )
+        + "\n"
+    )
     capsys.readouterr()
     code, rows, _ = _run(capsys, "rubric", "score", "--gold", str(gold), "--pred", str(pred), "--db", str(academic_db))
     assert code == 1
@@ -259,11 +352,13 @@ def test_rubric_score_pairs_items_and_reports_every_problem(academic_db: Path, t
 def test_bad_inputs_are_one_json_line_each(academic_db: Path, tmp_path: Path, capsys) -> None:
     """Numeric flags are validated, usage errors are JSON, batch files are read strictly, and a
     duplicated id in a rubric file is reported instead of dropping an item."""
-    for argv in (["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "inf"],
-                 ["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "-1"],
-                 ["graph", "query", "--db", str(academic_db), "--query", "RETURN 1", "--limit", "-5"],
-                 ["quiz", "--db", str(academic_db), "-n", "0", "--kind", "template", "--out", "x.jsonl"],
-                 ["no-such-command"]):
+    for argv in (
+        ["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "inf"],
+        ["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "-1"],
+        ["graph", "query", "--db", str(academic_db), "--query", "RETURN 1", "--limit", "-5"],
+        ["quiz", "--db", str(academic_db), "-n", "0", "--kind", "template", "--out", "x.jsonl"],
+        ["no-such-command"],
+    ):
         capsys.readouterr()
         with pytest.raises(SystemExit) as exit_:
             main(argv)
@@ -271,8 +366,10 @@ def test_bad_inputs_are_one_json_line_each(academic_db: Path, tmp_path: Path, ca
         assert exit_.value.code == 2 and out == ""
         assert json.loads(err)["error"]["code"] == "usage_error"
     batch = tmp_path / "q.jsonl"
-    batch.write_text('{"id": 1, "query": "RETURN 1 AS one"}\n' + "[" * 5000 + "]" * 5000 + "\n"
-                     '{"id": 3, "id": 4, "query": "RETURN 1"}\n')
+    batch.write_text(
+        '{"id": 1, "query": "RETURN 1 AS one"}\n' + "[" * 5000 + "]" * 5000 + "\n"
+        '{"id": 3, "id": 4, "query": "RETURN 1"}\n'
+    )
     code, out, _ = _run(capsys, "graph", "query", "--db", str(academic_db), "--file", str(batch))
     assert code == 1 and [o["ok"] for o in out] == [True, False, False]
     assert "nested deeper" in out[1]["error"]["message"] and "duplicate key" in out[2]["error"]["message"]

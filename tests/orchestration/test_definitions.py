@@ -14,27 +14,51 @@ from orchestration.domains import DomainConfigError, default_domain, load_domain
 def test_asset_graph_snapshot() -> None:
     graph = defs.resolve_asset_graph()
     domains = ("academic", "biomedical", "ecommerce")
-    assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == sorted([
-        f"{d}/{a}" for d in domains
-        for a in ("ablations", "certified_dataset", "checkpoints", "curriculum_splits", "eval_reports", "graph_snapshot",
-                  "graphcert_grpo", "graphdancer_dpo", "graphdancer_rl", "preference_pairs", "qa_candidates")
-    ] + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks", "transfer/matrix"])  # ablations: empty unless configured
-    certified_checks = ["admitted_nonzero", "admitted_rate_bounds_check", "admitted_reverified",
-                        "certifier_accuracy", "expectations", "hard_failure_rate_bounds_check",
-                        "leakage_rate_bounds_check", "no_leakage"]
-    assert sorted(
-        f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys
-    ) == sorted(
+    assert sorted(k.to_user_string() for k in graph.get_all_asset_keys()) == sorted(
+        [
+            f"{d}/{a}"
+            for d in domains
+            for a in (
+                "ablations",
+                "certified_dataset",
+                "checkpoints",
+                "curriculum_splits",
+                "eval_reports",
+                "graph_snapshot",
+                "graphcert_grpo",
+                "graphdancer_dpo",
+                "graphdancer_rl",
+                "preference_pairs",
+                "qa_candidates",
+            )
+        ]
+        + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks", "transfer/matrix"]
+    )  # ablations: empty unless configured
+    certified_checks = [
+        "admitted_nonzero",
+        "admitted_rate_bounds_check",
+        "admitted_reverified",
+        "certifier_accuracy",
+        "expectations",
+        "hard_failure_rate_bounds_check",
+        "leakage_rate_bounds_check",
+        "no_leakage",
+    ]
+    assert sorted(f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys) == sorted(
         [f"{d}/graph_snapshot:graph_non_empty" for d in domains]
         + [f"{d}/certified_dataset:{c}" for d in domains for c in certified_checks]
         + [f"{d}/curriculum_splits:no_entity_crosses_splits" for d in domains]
     )
-    blocking = {f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys
-                if graph.get_check_spec(c).blocking}
+    blocking = {
+        f"{c.asset_key.to_user_string()}:{c.name}" for c in graph.asset_check_keys if graph.get_check_spec(c).blocking
+    }
     assert blocking == {f"{d}/graph_snapshot:graph_non_empty" for d in domains} | {
-        f"{d}/curriculum_splits:no_entity_crosses_splits" for d in domains} | {
-        f"{d}/certified_dataset:{c}" for d in domains
-        for c in ("admitted_nonzero", "admitted_reverified", "certifier_accuracy", "expectations", "no_leakage")}
+        f"{d}/curriculum_splits:no_entity_crosses_splits" for d in domains
+    } | {
+        f"{d}/certified_dataset:{c}"
+        for d in domains
+        for c in ("admitted_nonzero", "admitted_reverified", "certifier_accuracy", "expectations", "no_leakage")
+    }
     assert sorted(j.name for j in defs.resolve_all_job_defs() if not j.name.startswith("__")) == [
         "academic_pipeline",
         "biomedical_pipeline",
@@ -49,19 +73,58 @@ def test_asset_graph_snapshot() -> None:
     assert set(groups.values()) == {"graph", "generation", "certification", "training", "evaluation"}
     assert groups["academic/qa_candidates"] == "generation"
     assert groups["academic/certified_dataset"] == "certification"
-    assert graph.get(dg.AssetKey(["academic", "certified_dataset"])).parent_keys == {
-        dg.AssetKey(["academic", "qa_candidates"])}
-    # qa_candidates depends on its own domain's snapshot only
-    parents = graph.get(dg.AssetKey(["academic", "qa_candidates"])).parent_keys
-    assert parents == {dg.AssetKey(["academic", "graph_snapshot"])}
-    # the RL stages continue the warm start; pairs come from GraphDancer's stage 1, DPO from the pairs
+    # every asset declares everything it reads as an input (its parents are exactly those)
     key = lambda a: dg.AssetKey(["academic", a])  # noqa: E731
-    assert graph.get(key("graphcert_grpo")).parent_keys == {key("checkpoints")}
-    assert graph.get(key("preference_pairs")).parent_keys == {key("graphdancer_rl")}
-    assert graph.get(key("graphdancer_dpo")).parent_keys == {key("preference_pairs")}
-    assert graph.get(key("eval_reports")).parent_keys == {
-        key("checkpoints"), key("graphcert_grpo"), key("graphdancer_rl"), key("graphdancer_dpo"), key("ablations")}
-    assert graph.get(key("ablations")).parent_keys == {key("checkpoints")}
+    reads = {
+        "qa_candidates": {"graph_snapshot"},
+        "certified_dataset": {"qa_candidates", "graph_snapshot"},
+        "curriculum_splits": {"certified_dataset", "graph_snapshot"},
+        "checkpoints": {"curriculum_splits", "certified_dataset", "graph_snapshot"},
+        # the RL stages continue the warm start; pairs come from GraphDancer's stage 1, DPO from the pairs
+        "graphcert_grpo": {"checkpoints", "curriculum_splits", "certified_dataset", "graph_snapshot"},
+        "graphdancer_rl": {"checkpoints", "curriculum_splits", "graph_snapshot"},
+        "preference_pairs": {"graphdancer_rl", "curriculum_splits", "graph_snapshot"},
+        "graphdancer_dpo": {"graphdancer_rl", "preference_pairs", "curriculum_splits"},
+        "ablations": {"checkpoints", "curriculum_splits", "certified_dataset", "graph_snapshot"},
+        "eval_reports": {
+            "graph_snapshot",
+            "curriculum_splits",
+            "certified_dataset",
+            "checkpoints",
+            "graphcert_grpo",
+            "graphdancer_rl",
+            "graphdancer_dpo",
+            "preference_pairs",
+            "ablations",
+        },
+    }
+    for asset, parents in reads.items():
+        assert graph.get(key(asset)).parent_keys == {key(p) for p in parents}, asset
+    assert graph.get(key("graph_snapshot")).parent_keys == set()
+    grit = lambda a: dg.AssetKey(["grit", a])  # noqa: E731
+    assert graph.get(grit("grain_checkpoint")).parent_keys == {grit("tasks")}
+    assert graph.get(grit("eval_report")).parent_keys == {grit("tasks"), grit("grain_checkpoint")}
+    assert graph.get(dg.AssetKey(["transfer", "matrix"])).parent_keys == {
+        dg.AssetKey([d, a])
+        for d in domains
+        for a in ("graphcert_grpo", "graph_snapshot", "curriculum_splits", "certified_dataset")
+    }
+
+
+def test_code_versions_are_the_layers_code_digests() -> None:
+    """One staleness rule: an asset's code_version is its layer's code digest, the digest of
+    exactly the files its DVC stage depends on."""
+    from components.store.digest import code_digest
+    from orchestration.dvc import LAYERS
+
+    graph = defs.resolve_asset_graph()
+    for key in graph.get_all_asset_keys():
+        layer = LAYERS[key.path[-1]]
+        assert graph.get(key).code_version == layer.code_version == code_digest(layer.code_modules), key
+    assert (
+        graph.get(dg.AssetKey(["academic", "qa_candidates"])).code_version
+        != graph.get(dg.AssetKey(["academic", "checkpoints"])).code_version
+    )
 
 
 def test_default_domain_is_academic() -> None:
@@ -81,9 +144,7 @@ def test_domain_config_errors_are_clear(tmp_path: Path) -> None:
 
 
 def test_extra_domain_folder_adds_a_domain_with_relative_source(tmp_path: Path) -> None:
-    (tmp_path / "movies.yaml").write_text(
-        "name: movies\nsource: {format: cypher-script, src: movies.cypher}\n"
-    )
+    (tmp_path / "movies.yaml").write_text("name: movies\nsource: {format: cypher-script, src: movies.cypher}\n")
     domains = load_domains(str(tmp_path))
     assert domains["movies"].source.src == str(tmp_path / "movies.cypher")
     built = build_definitions(domains, data_root=str(tmp_path / "data"))

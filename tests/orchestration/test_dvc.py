@@ -48,6 +48,22 @@ def test_params_name_exactly_the_configured_domains_and_their_sections() -> None
     assert len(listed.stdout.splitlines()) == 9 * len(domains) + 2
 
 
+def test_dvc_yaml_is_generated_from_the_layers_code_and_inputs() -> None:
+    """dvc.yaml is what ``python -m orchestration.dvc`` writes: each stage's code deps are the
+    files of its layers' code digests, its data deps the folders of its assets' inputs."""
+    from components.store.digest import code_files
+    from orchestration.dvc import LAYERS, main
+
+    assert main(["--check"]) == 0, "dvc.yaml is stale: run `python -m orchestration.dvc`"
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    cert = stages["certification"]["do"]["deps"]
+    assert [d for d in cert if d.startswith("data/")] == ["data/graphs/${item}", "data/qa_candidates/${item}"]
+    assert [d for d in cert if d.startswith("components/")] == code_files(LAYERS["certified_dataset"].code_modules)
+    assert "components/tools/_kernel.py" in cert  # run by the sandbox as a child process, not imported
+    graphdancer = stages["graphdancer"]["do"]["deps"]
+    assert set(code_files(LAYERS["preference_pairs"].code_modules)) <= set(graphdancer)
+
+
 def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A DVC project with this repo's dvc.yaml and code, and one small domain."""
     proj = tmp_path / "proj"
@@ -57,8 +73,13 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     (proj / ".venv").symlink_to(ROOT / ".venv")
     (proj / "params.yaml").write_text("default_domain: lab\ndomains: [lab]\n")
     write_lab_domain(proj / "orchestration" / "domains")
-    env = {**os.environ, "GRAPHDOJO_DOMAINS_DIR": str(proj / "orchestration" / "domains"), "GRAPHDOJO_DOMAINS": "lab",
-           "DAGSTER_HOME": str(tmp_path / "dagster_home"), "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "GRAPHDOJO_DOMAINS_DIR": str(proj / "orchestration" / "domains"),
+        "GRAPHDOJO_DOMAINS": "lab",
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "OMP_NUM_THREADS": "1",
+    }
     env.pop("GRAPHDOJO_DATA", None)
     subprocess.run([_dvc(), "init", "--no-scm", "-q"], cwd=proj, check=True, env=env, timeout=120)
     return proj, env
@@ -66,8 +87,9 @@ def _project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 def _repro(proj: Path, env: dict[str, str]) -> list[str]:
     """``dvc repro evaluation@lab`` (the domain's whole chain); the stages it ran."""
-    proc = subprocess.run([_dvc(), "repro", "evaluation@lab"], cwd=proj, env=env, capture_output=True, text=True,
-                          timeout=1800)
+    proc = subprocess.run(
+        [_dvc(), "repro", "evaluation@lab"], cwd=proj, env=env, capture_output=True, text=True, timeout=1800
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     return re.findall(r"Running stage '([^']+)'", proc.stdout)
 
@@ -82,8 +104,17 @@ def _edit(path: Path, old: str, new: str) -> None:
 
 def test_changing_a_parameter_reruns_exactly_the_affected_stages(tmp_path: Path) -> None:
     proj, env = _project(tmp_path)
-    chain = ["graph@lab", "generation@lab", "certification@lab", "curriculum@lab", "warm_start@lab",
-             "graphcert@lab", "graphdancer@lab", "ablations@lab", "evaluation@lab"]
+    chain = [
+        "graph@lab",
+        "generation@lab",
+        "certification@lab",
+        "curriculum@lab",
+        "warm_start@lab",
+        "graphcert@lab",
+        "graphdancer@lab",
+        "ablations@lab",
+        "evaluation@lab",
+    ]
     assert sorted(_repro(proj, env)) == sorted(chain)
     lock = yaml.safe_load((proj / "dvc.lock").read_text())["stages"]
     assert set(lock) == set(chain)

@@ -25,14 +25,29 @@ FRONT = ["graph_snapshot", "qa_candidates", "certified_dataset", "curriculum_spl
 
 def _env(tmp_path: Path, data: Path) -> dict[str, str]:
     domains = write_lab_domain(tmp_path / "domains")
-    return {**os.environ, "GRAPHDOJO_DOMAINS_DIR": str(domains), "GRAPHDOJO_DOMAINS": "lab",
-            "GRAPHDOJO_DATA": str(data), "DAGSTER_HOME": str(tmp_path / "dagster_home"), "OMP_NUM_THREADS": "1"}
+    return {
+        **os.environ,
+        "GRAPHDOJO_DOMAINS_DIR": str(domains),
+        "GRAPHDOJO_DOMAINS": "lab",
+        "GRAPHDOJO_DATA": str(data),
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "OMP_NUM_THREADS": "1",
+    }
 
 
 def _materialize(env: dict[str, str], assets: list[str], *, prefix: tuple[str, ...] = ()) -> subprocess.Popen:
-    args = [*prefix, str(EXE), "materialize", "--domain", "lab", *(a for name in assets for a in ("--asset", name))]
-    return subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    args = [
+        *prefix,
+        str(EXE),
+        "materialize",
+        "--json",
+        "--domain",
+        "lab",
+        *(a for name in assets for a in ("--asset", name)),
+    ]
+    return subprocess.Popen(
+        args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 def _lines(out: str) -> list[dict]:
@@ -70,8 +85,12 @@ def test_a_materialization_killed_midway_leaves_nothing_partial_and_the_next_run
 
 def _tmpfs(path: Path, size: str) -> bool:
     path.mkdir(parents=True, exist_ok=True)
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 def test_a_full_disk_is_reported_clearly_and_leaves_no_partial_artifact(tmp_path: Path) -> None:
@@ -99,8 +118,11 @@ def test_an_unwritable_data_folder_is_reported_clearly(tmp_path: Path) -> None:
     data.mkdir()
     os.chmod(data, 0o555)
     # root ignores file modes: drop the capability that lets it (util-linux setpriv)
-    prefix = ("setpriv", "--bounding-set=-dac_override,-dac_read_search",
-              "--inh-caps=-dac_override,-dac_read_search") if os.geteuid() == 0 else ()
+    prefix = (
+        ("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-dac_override,-dac_read_search")
+        if os.geteuid() == 0
+        else ()
+    )
     try:
         proc = _materialize(_env(tmp_path, data), ["graph_snapshot"], prefix=prefix)
         out, err = proc.communicate(timeout=600)

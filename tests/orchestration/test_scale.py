@@ -71,8 +71,13 @@ def test_the_neo4j_cluster_domain_and_vllm_server_mode(monkeypatch: pytest.Monke
     assert cfg.source.format == "neo4j" and cfg.source.src.startswith("neo4j://")
     assert cfg.source.options["database"] == "papers" and "password" not in cfg.source.options
     assert cfg.train.vllm_mode == "server" and len(cfg.ablations) == 4
-    run = GRPORunConfig(batch_size=8, num_generations=8, use_vllm=True, vllm_mode=cfg.train.vllm_mode,
-                        vllm_server_url=cfg.train.vllm_server_url)
+    run = GRPORunConfig(
+        batch_size=8,
+        num_generations=8,
+        use_vllm=True,
+        vllm_mode=cfg.train.vllm_mode,
+        vllm_server_url=cfg.train.vllm_server_url,
+    )
     args = grpo_args(run, tmp_path)
     assert args.use_vllm and args.vllm_mode == "server"
     assert args.vllm_server_base_url == "http://vllm-rollouts.graph.svc.cluster.local:8000"

@@ -27,8 +27,12 @@ def _setup(tmp_path: Path):
     graph = generate("academic", seed=4, scale=200)
     src = tmp_path / "src"
     write_csv_graph(graph, src)
-    cfg = DomainConfig("lab", SourceSpec("csv", str(src)), quiz=QuizConfig(template_n=12, llm_n=0, seed=0),
-                       certify=CertifyConfig(fault_sample=0))
+    cfg = DomainConfig(
+        "lab",
+        SourceSpec("csv", str(src)),
+        quiz=QuizConfig(template_n=12, llm_n=0, seed=0),
+        certify=CertifyConfig(fault_sample=0),
+    )
     root = tmp_path / "data"
     return graph, src, {"lab": cfg}, build_definitions({"lab": cfg}, data_root=str(root)), root
 
@@ -38,13 +42,17 @@ def _run_requested(defs: dg.Definitions, request: dg.RunRequest, instance: dg.Da
     asked = set(request.asset_selection or [])
     front = [dg.AssetKey(["lab", a]) for a in FRONT]
     assert not asked or set(front) <= asked
-    return defs.resolve_job_def(job_name).execute_in_process(instance=instance, tags=request.tags, asset_selection=front)
+    return defs.resolve_job_def(job_name).execute_in_process(
+        instance=instance, tags=request.tags, asset_selection=front
+    )
 
 
 def _tick_schedule(defs: dg.Definitions, root: Path):
     schedule = defs.get_schedule_def("nightly_source_check")
-    ctx = dg.build_schedule_context(resources={"store": ArtifactStore(data_root=str(root))},
-                                    scheduled_execution_time=dt.datetime(2026, 12, 2, 3, tzinfo=dt.timezone.utc))
+    ctx = dg.build_schedule_context(
+        resources={"store": ArtifactStore(data_root=str(root))},
+        scheduled_execution_time=dt.datetime(2026, 12, 2, 3, tzinfo=dt.timezone.utc),
+    )
     return schedule.cron_schedule, schedule.evaluate_tick(ctx)
 
 

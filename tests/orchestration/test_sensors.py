@@ -73,8 +73,9 @@ def test_first_tick_skips_a_domain_already_materialized_from_the_same_source(tmp
     script, sensor = _sensor(tmp_path)
     data = tmp_path / "data"
     spec = SourceSpec("cypher-script", str(script))
-    Catalog(data / "catalog.duckdb").record(ArtifactRecord(
-        "graph_snapshot", "people", "f1", metadata={"source_fingerprint": source_fingerprint(spec)}))
+    Catalog(data / "catalog.duckdb").record(
+        ArtifactRecord("graph_snapshot", "people", "f1", metadata={"source_fingerprint": source_fingerprint(spec)})
+    )
     first = _tick(sensor, None, data)
     assert [r.job_name for r in first.run_requests] == ["gen_pipeline"]  # people is up to date
     script.write_text(SCRIPT.replace("Bob", "Rob"))

@@ -27,7 +27,8 @@ ARTIFACTS = ROOT / "test-artifacts" / "ui"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None or CHROMEDRIVER is None,
-    reason="needs Debian's chromium + chromium-driver (the test command's set-up, `make browser-setup`, installs them)")
+    reason="needs Debian's chromium + chromium-driver (the test command's set-up, `make browser-setup`, installs them)",
+)
 
 
 def _free_port() -> int:
@@ -60,25 +61,55 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     port = _free_port()
-    env = {**os.environ, "GRAPHDOJO_DOMAINS_DIR": str(write_lab_domain(tmp / "domains")), "GRAPHDOJO_DOMAINS": "lab",
-           "GRAPHDOJO_DATA": str(tmp / "data"), "DAGSTER_HOME": str(home), "DAGSTER_DISABLE_TELEMETRY": "1",
-           "GRAPHDOJO_AUTOMATION": "off",  # only the UI launches runs here
-           "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "GRAPHDOJO_DOMAINS_DIR": str(write_lab_domain(tmp / "domains")),
+        "GRAPHDOJO_DOMAINS": "lab",
+        "GRAPHDOJO_DATA": str(tmp / "data"),
+        "DAGSTER_HOME": str(home),
+        "DAGSTER_DISABLE_TELEMETRY": "1",
+        "GRAPHDOJO_AUTOMATION": "off",  # only the UI launches runs here
+        "OMP_NUM_THREADS": "1",
+    }
     log = tmp / "dagster-dev.log"
     with open(log, "w") as fh:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "dagster"), "dev", "-m", "orchestration.definitions",
-                                 "-h", "127.0.0.1", "-p", str(port)], cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "dagster"),
+                "dev",
+                "-m",
+                "orchestration.definitions",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait("the Dagster webserver", lambda: urllib.request.urlopen(f"{base}/server_info", timeout=5).status == 200,
-              240, log)
+        _wait(
+            "the Dagster webserver",
+            lambda: urllib.request.urlopen(f"{base}/server_info", timeout=5).status == 200,
+            240,
+            log,
+        )
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1600,1000"):
+        for arg in (
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-dev-shm-usage",
+            "--disable-gpu",
+            "--window-size=1600,1000",
+        ):
             opts.add_argument(arg)
         driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -123,12 +154,22 @@ def test_the_ui_serves_the_asset_graph_with_layer_groups_and_checks(ui) -> None:
     driver.get(f"{ui['base']}/locations/orchestration.definitions/asset-groups/training")
     _dismiss_welcome(driver)
     training = ["checkpoints", "graphcert_grpo", "graphdancer_rl", "graphdancer_dpo", "preference_pairs", "ablations"]
-    _wait("the training group's asset graph", lambda: all(a in _page_text(driver) for a in training), 120, ui["log"],
-          driver)
+    _wait(
+        "the training group's asset graph",
+        lambda: all(a in _page_text(driver) for a in training),
+        120,
+        ui["log"],
+        driver,
+    )
     _shot(driver, "02-training-group-graph")
     driver.get(f"{ui['base']}/assets/lab/certified_dataset?view=checks")
-    _wait("the certification checks", lambda: all(c in _page_text(driver) for c in ("admitted_nonzero", "no_leakage")),
-          120, ui["log"], driver)
+    _wait(
+        "the certification checks",
+        lambda: all(c in _page_text(driver) for c in ("admitted_nonzero", "no_leakage")),
+        120,
+        ui["log"],
+        driver,
+    )
     _shot(driver, "03-asset-checks")
 
 
@@ -143,11 +184,21 @@ def test_a_materialization_launched_from_the_ui_succeeds(ui) -> None:
     _shot(driver, "04-asset-page")
     driver.find_element(By.XPATH, button).click()
     catalog = ui["data"] / "catalog.duckdb"
-    _wait("the launched run to record its snapshot",
-          lambda: catalog.exists() and Catalog(catalog).latest("graph_snapshot", "lab") is not None, 300, ui["log"], driver)
+    _wait(
+        "the launched run to record its snapshot",
+        lambda: catalog.exists() and Catalog(catalog).latest("graph_snapshot", "lab") is not None,
+        300,
+        ui["log"],
+        driver,
+    )
     driver.get(f"{ui['base']}/runs")
-    _wait("the run to show Success in the runs list", lambda: driver.refresh() or "Success" in _page_text(driver), 180,
-          ui["log"], driver)
+    _wait(
+        "the run to show Success in the runs list",
+        lambda: driver.refresh() or "Success" in _page_text(driver),
+        180,
+        ui["log"],
+        driver,
+    )
     _shot(driver, "05-run-succeeded")
     driver.get(f"{ui['base']}/assets/lab/graph_snapshot")
     _wait("the materialization's metadata", lambda: "fingerprint" in _page_text(driver), 60, ui["log"], driver)

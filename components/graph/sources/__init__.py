@@ -66,9 +66,7 @@ def read_source(fmt: str, src: str | Path, **options: object) -> GraphData:
     """
     reader = SOURCE_FORMATS.get(fmt)
     if reader is None:
-        raise ImportFormatError(
-            f"unknown source format {fmt!r}; valid formats: {', '.join(SOURCE_FORMATS)}"
-        )
+        raise ImportFormatError(f"unknown source format {fmt!r}; valid formats: {', '.join(SOURCE_FORMATS)}")
     try:
         inspect.signature(reader).bind(src, **options)
     except TypeError as exc:

@@ -73,8 +73,10 @@ def describe(value: Any, limit: int = 60) -> str:
 def value_problem(value: Any) -> str | None:
     """Why a scalar (or each item of a list) cannot be stored as it is; ``None`` when it can.
 
-    >>> value_problem(2**63), value_problem([1.5, float("inf")]), value_problem("ok")
-    ('integer 9223372036854775808 does not fit INT64 (-2**63 .. 2**63-1)', 'number inf is not finite (out of range for a double)', None)
+    >>> value_problem(2**63)
+    'integer 9223372036854775808 does not fit INT64 (-2**63 .. 2**63-1)'
+    >>> value_problem([1.5, float("inf")]), value_problem("ok")
+    ('number inf is not finite (out of range for a double)', None)
     """
     for item in value if isinstance(value, (list, tuple)) else (value,):
         if isinstance(item, bool):

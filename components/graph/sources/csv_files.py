@@ -146,8 +146,7 @@ def _check_numeric(cells: list[str]) -> None:
             if not _fits_int64(cell):
                 shown = cell if len(cell) <= 40 else f"{cell[:20]}…({len(cell)} digits)"
                 raise CellOutOfRange(
-                    f"integer {shown} does not fit INT64 (-2**63 .. 2**63-1) and would lose digits "
-                    "as a DOUBLE", i
+                    f"integer {shown} does not fit INT64 (-2**63 .. 2**63-1) and would lose digits as a DOUBLE", i
                 )
         elif float(cell) in (float("inf"), float("-inf")):
             shown = cell if len(cell) <= 40 else f"{cell[:20]}…"
@@ -172,9 +171,7 @@ class _Table:
             try:
                 out[name] = type_column(self.column(name))
             except CellOutOfRange as exc:
-                raise ImportFormatError(
-                    f"column {name}: {exc}", path=self.path, line=self.lines[exc.index]
-                ) from None
+                raise ImportFormatError(f"column {name}: {exc}", path=self.path, line=self.lines[exc.index]) from None
         return out
 
 
@@ -209,14 +206,10 @@ def _read_table(
         _identifier(name, "column name", where, header_line)
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes:
-        raise ImportFormatError(
-            f"duplicate column(s) {', '.join(dupes)}", path=where, line=header_line
-        )
+        raise ImportFormatError(f"duplicate column(s) {', '.join(dupes)}", path=where, line=header_line)
     missing = [c for c in required if c not in header]
     if missing:
-        raise ImportFormatError(
-            f"header lacks required column(s) {', '.join(missing)}", path=where, line=header_line
-        )
+        raise ImportFormatError(f"header lacks required column(s) {', '.join(missing)}", path=where, line=header_line)
     for name in header:
         if name not in required + optional:
             names.column(table, name, where, header_line)
@@ -268,17 +261,14 @@ def _read_nodes(path: Path, graph: GraphData, index: IdIndex, names: CatalogName
 def _endpoint(node_id: str, label: str, index: IdIndex, role: str, where: str, line: int) -> str:
     if label:
         if not index.has(label, node_id):
-            raise ImportFormatError(
-                f"unknown {role} node {label}:{node_id!r}", path=where, line=line
-            )
+            raise ImportFormatError(f"unknown {role} node {label}:{node_id!r}", path=where, line=line)
         return label
     labels = index.labels_of(node_id)
     if not labels:
         raise ImportFormatError(f"unknown {role} node id {node_id!r}", path=where, line=line)
     if len(labels) > 1:
         raise ImportFormatError(
-            f"{role} id {node_id!r} exists under labels {', '.join(labels)}: "
-            f"add a {role}_label column",
+            f"{role} id {node_id!r} exists under labels {', '.join(labels)}: add a {role}_label column",
             path=where,
             line=line,
         )
@@ -300,9 +290,7 @@ def _read_rels(path: Path, graph: GraphData, index: IdIndex, names: CatalogNames
     table = _read_table(path, _REL_KEYS, names, rtype, _REL_OPTIONAL)
     props = table.properties(_REL_KEYS + _REL_OPTIONAL)
     empty = [""] * len(table.records)
-    columns = {
-        c: (table.column(c) if c in table.header else empty) for c in _REL_KEYS + _REL_OPTIONAL
-    }
+    columns = {c: (table.column(c) if c in table.header else empty) for c in _REL_KEYS + _REL_OPTIONAL}
     for i, line in enumerate(table.lines):
         ends = []
         for role in ("source", "target"):

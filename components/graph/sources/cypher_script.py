@@ -316,10 +316,24 @@ def _stamped(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 for _name in (
-    "parse_match", "parse_create", "parse_merge", "parse_set", "parse_delete", "parse_remove",
-    "parse_with", "parse_return", "parse_unwind", "parse_foreach", "parse_call", "parse_load_csv",
-    "parse_path_pattern", "parse_node_pattern", "parse_relationship_pattern", "parse_map_literal",
-    "parse_expression", "parse_primary",
+    "parse_match",
+    "parse_create",
+    "parse_merge",
+    "parse_set",
+    "parse_delete",
+    "parse_remove",
+    "parse_with",
+    "parse_return",
+    "parse_unwind",
+    "parse_foreach",
+    "parse_call",
+    "parse_load_csv",
+    "parse_path_pattern",
+    "parse_node_pattern",
+    "parse_relationship_pattern",
+    "parse_map_literal",
+    "parse_expression",
+    "parse_primary",
 ):
     setattr(_LineParser, _name, _stamped(getattr(Parser, _name)))
 
@@ -343,7 +357,8 @@ def _parse(stmt: Statement, where: str) -> a.AstNode:
     except Exception as exc:  # the third-party parser failing on odd input: still the input's fault
         raise ImportFormatError(
             f"syntax error: the parser could not read this statement ({type(exc).__name__})",
-            path=where, line=stmt.line,
+            path=where,
+            line=stmt.line,
         ) from None
 
 
@@ -372,9 +387,7 @@ def _literal(expr: a.AstNode) -> Any:
     if isinstance(expr, a.FunctionCall) and str(expr.name).lower() == "date":
         return _date_literal(expr)
     if isinstance(expr, a.Parameter):
-        raise _Fail(
-            f"parameter ${expr.name} is not supported: the script must use literal values", expr
-        )
+        raise _Fail(f"parameter ${expr.name} is not supported: the script must use literal values", expr)
     if isinstance(expr, a.Map):
         raise _Fail("a map is not a property value", expr)
     raise _Fail(f"only literal values are supported, found {type(expr).__name__}", expr)
@@ -409,7 +422,7 @@ def _date_literal(expr: a.FunctionCall) -> _dt.date:
 
 def _property_map(node: a.Map | None) -> dict[str, Any]:
     props: dict[str, Any] = {}
-    for key, expr in (node.entries if node is not None else []):
+    for key, expr in node.entries if node is not None else []:
         name = _ident(key, "property name", node)
         if name in props:
             raise _Fail(f"property {name!r} given twice", node)
@@ -548,8 +561,18 @@ def _matches(node: _Node, labels: Iterable[str], props: dict[str, Any]) -> bool:
     )
 
 
-_WRITES = (a.Create, a.Merge, a.Set, a.Delete, a.Remove, a.Foreach, a.CallProcedure,
-           a.CallSubquery, a.LoadCsv, a.Insert)
+_WRITES = (
+    a.Create,
+    a.Merge,
+    a.Set,
+    a.Delete,
+    a.Remove,
+    a.Foreach,
+    a.CallProcedure,
+    a.CallSubquery,
+    a.LoadCsv,
+    a.Insert,
+)
 
 
 class _Interpreter:
@@ -642,9 +665,7 @@ class _Interpreter:
             node = self.globals[var]
             return [{**row, var: node}] if _matches(node, (), props) else []
         if not labels and not props:
-            raise _Fail(
-                f"unknown variable {var!r}" if var else "MATCH () needs a label or properties", np_
-            )
+            raise _Fail(f"unknown variable {var!r}" if var else "MATCH () needs a label or properties", np_)
         found = self.store.find(labels, props)
         return [{**row, var: n} for n in found] if var else [dict(row) for _ in found]
 
@@ -702,9 +723,7 @@ class _Interpreter:
 
     def _with(self, clause: a.With, row: Row) -> Row:
         if clause.distinct or clause.where or clause.order or clause.skip or clause.limit:
-            raise _Fail(
-                "WITH may only pass variables through (no DISTINCT/WHERE/ORDER/SKIP/LIMIT)", clause
-            )
+            raise _Fail("WITH may only pass variables through (no DISTINCT/WHERE/ORDER/SKIP/LIMIT)", clause)
         out: Row = {}
         for expr in clause.expressions:
             if isinstance(expr, a.Star):
@@ -755,10 +774,20 @@ def _line_of(node: a.AstNode | None) -> int:
 
 
 def _clause_name(node: a.AstNode) -> str:
-    names = {a.Merge: "MERGE", a.Set: "SET", a.Delete: "DELETE", a.Remove: "REMOVE",
-             a.Foreach: "FOREACH", a.CallProcedure: "CALL", a.CallSubquery: "CALL { }",
-             a.LoadCsv: "LOAD CSV", a.Unwind: "UNWIND", a.Create: "CREATE", a.Return: "RETURN",
-             a.Insert: "INSERT"}
+    names = {
+        a.Merge: "MERGE",
+        a.Set: "SET",
+        a.Delete: "DELETE",
+        a.Remove: "REMOVE",
+        a.Foreach: "FOREACH",
+        a.CallProcedure: "CALL",
+        a.CallSubquery: "CALL { }",
+        a.LoadCsv: "LOAD CSV",
+        a.Unwind: "UNWIND",
+        a.Create: "CREATE",
+        a.Return: "RETURN",
+        a.Insert: "INSERT",
+    }
     return names.get(type(node), type(node).__name__.upper())
 
 

@@ -88,9 +88,7 @@ def _weighted_draw(rng: np.random.Generator, p_src: Array, p_dst: Array) -> Draw
     return draw
 
 
-def _same_group_draw(
-    rng: np.random.Generator, p_src: Array, p_dst: Array, group: Array, same_frac: float
-) -> Draw:
+def _same_group_draw(rng: np.random.Generator, p_src: Array, p_dst: Array, group: Array, same_frac: float) -> Draw:
     """Like :func:`_weighted_draw` on one label, but a ``same_frac`` share of targets is drawn
     (by popularity) from the source's own group, e.g. the same product category."""
     order = np.argsort(group, kind="stable")
@@ -158,9 +156,7 @@ def _functional(rng: np.random.Generator, n_src: int, p_dst: Array) -> Array:
     return dst
 
 
-def _membership(
-    rng: np.random.Generator, counts: Array, n_member: int, p_member: Array
-) -> tuple[Array, Array]:
+def _membership(rng: np.random.Generator, counts: Array, n_member: int, p_member: Array) -> tuple[Array, Array]:
     """Group ``g`` gets ``counts[g]`` members drawn by ``p_member`` (repeats dropped); members
     left without a group join a random one. Returns (member, group) sorted by (group, member)."""
     group = np.repeat(np.arange(len(counts)), counts)
@@ -187,16 +183,12 @@ def _positions(rng: np.random.Generator, group: Array) -> Array:
 # ---------------------------------------------------------------------------------------------
 
 
-def _pick(
-    rng: np.random.Generator, words: Sequence[str], n: int, p: Array | None = None
-) -> list[str]:
+def _pick(rng: np.random.Generator, words: Sequence[str], n: int, p: Array | None = None) -> list[str]:
     idx = rng.choice(len(words), n, p=p) if p is not None else rng.integers(0, len(words), n)
     return [words[i] for i in idx.tolist()]
 
 
-def _distinct_combos(
-    rng: np.random.Generator, sizes: Sequence[int], n: int
-) -> list[tuple[int, ...]]:
+def _distinct_combos(rng: np.random.Generator, sizes: Sequence[int], n: int) -> list[tuple[int, ...]]:
     """``n`` index tuples over a product space, without repeats while the space lasts."""
     total = math.prod(sizes)
     flat = rng.choice(total, n, replace=False) if n <= total else rng.integers(0, total, n)
@@ -257,10 +249,7 @@ def _add_rels(
         props = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
     else:
         props = [{} for _ in range(len(si))]
-    rows = [
-        Rel(sl, sids[a], dl, dids[b], p)
-        for a, b, p in zip(si.tolist(), di.tolist(), props, strict=True)
-    ]
+    rows = [Rel(sl, sids[a], dl, dids[b], p) for a, b, p in zip(si.tolist(), di.tolist(), props, strict=True)]
     graph.rels[rtype] = RelSet(rtype, rows, {k: t for k, (t, _) in cols.items()})
 
 
@@ -269,121 +258,410 @@ def _add_rels(
 # ---------------------------------------------------------------------------------------------
 
 _FIRST = (
-    "Wei", "Li", "Yan", "Jun", "Hao", "Xin", "Min", "Jing", "Anna", "Maria", "David", "Michael",
-    "Sarah", "James", "Laura", "Daniel", "Elena", "Paolo", "Giulia", "Luca", "Sofia", "Ahmed",
-    "Fatima", "Omar", "Priya", "Rahul", "Ananya", "Arjun", "Kenji", "Yuki", "Haruto", "Sakura",
-    "Ji-woo", "Min-jun", "Seo-yeon", "Olga", "Ivan", "Dmitri", "Katarzyna", "Piotr", "José",
-    "Lucía", "Mateo", "Camila", "Björn", "Ingrid", "Lars", "Zoë", "Thomas", "Emma", "Noah",
-    "Chloé", "Hugo", "Amara", "Kwame", "Chinedu", "Ayşe", "Mehmet", "Nguyen", "Linh",
+    "Wei",
+    "Li",
+    "Yan",
+    "Jun",
+    "Hao",
+    "Xin",
+    "Min",
+    "Jing",
+    "Anna",
+    "Maria",
+    "David",
+    "Michael",
+    "Sarah",
+    "James",
+    "Laura",
+    "Daniel",
+    "Elena",
+    "Paolo",
+    "Giulia",
+    "Luca",
+    "Sofia",
+    "Ahmed",
+    "Fatima",
+    "Omar",
+    "Priya",
+    "Rahul",
+    "Ananya",
+    "Arjun",
+    "Kenji",
+    "Yuki",
+    "Haruto",
+    "Sakura",
+    "Ji-woo",
+    "Min-jun",
+    "Seo-yeon",
+    "Olga",
+    "Ivan",
+    "Dmitri",
+    "Katarzyna",
+    "Piotr",
+    "José",
+    "Lucía",
+    "Mateo",
+    "Camila",
+    "Björn",
+    "Ingrid",
+    "Lars",
+    "Zoë",
+    "Thomas",
+    "Emma",
+    "Noah",
+    "Chloé",
+    "Hugo",
+    "Amara",
+    "Kwame",
+    "Chinedu",
+    "Ayşe",
+    "Mehmet",
+    "Nguyen",
+    "Linh",
 )
 _LAST = (
-    "Zhang", "Wang", "Li", "Liu", "Chen", "Yang", "Huang", "Zhao", "Wu", "Zhou", "Smith",
-    "Johnson", "Brown", "Garcia", "Miller", "Davis", "Rodriguez", "Martinez", "Rossi", "Russo",
-    "Ferrari", "Müller", "Schmidt", "Schneider", "Fischer", "Weber", "Kumar", "Sharma", "Patel",
-    "Singh", "Gupta", "Tanaka", "Suzuki", "Takahashi", "Watanabe", "Kim", "Lee", "Park", "Choi",
-    "Ivanov", "Petrov", "Kowalski", "Nowak", "Silva", "Santos", "Oliveira", "Andersson",
-    "Johansson", "Nielsen", "Dubois", "Moreau", "Laurent", "Okafor", "Mensah", "Yılmaz",
-    "Demir", "Tran", "Pham", "Cohen", "Levi", "Novak", "Horvat", "Costa", "Ali", "Hassan",
+    "Zhang",
+    "Wang",
+    "Li",
+    "Liu",
+    "Chen",
+    "Yang",
+    "Huang",
+    "Zhao",
+    "Wu",
+    "Zhou",
+    "Smith",
+    "Johnson",
+    "Brown",
+    "Garcia",
+    "Miller",
+    "Davis",
+    "Rodriguez",
+    "Martinez",
+    "Rossi",
+    "Russo",
+    "Ferrari",
+    "Müller",
+    "Schmidt",
+    "Schneider",
+    "Fischer",
+    "Weber",
+    "Kumar",
+    "Sharma",
+    "Patel",
+    "Singh",
+    "Gupta",
+    "Tanaka",
+    "Suzuki",
+    "Takahashi",
+    "Watanabe",
+    "Kim",
+    "Lee",
+    "Park",
+    "Choi",
+    "Ivanov",
+    "Petrov",
+    "Kowalski",
+    "Nowak",
+    "Silva",
+    "Santos",
+    "Oliveira",
+    "Andersson",
+    "Johansson",
+    "Nielsen",
+    "Dubois",
+    "Moreau",
+    "Laurent",
+    "Okafor",
+    "Mensah",
+    "Yılmaz",
+    "Demir",
+    "Tran",
+    "Pham",
+    "Cohen",
+    "Levi",
+    "Novak",
+    "Horvat",
+    "Costa",
+    "Ali",
+    "Hassan",
 )
 _ORGS = (
-    "Tsinghua University", "Peking University", "Stanford University", "MIT",
-    "Carnegie Mellon University", "University of California, Berkeley", "ETH Zurich",
-    "University of Oxford", "University of Cambridge", "University of Toronto",
-    "National University of Singapore", "KAIST", "University of Tokyo", "EPFL",
-    "Max Planck Institute for Informatics", "University of Illinois Urbana-Champaign",
-    "University of Washington", "Technical University of Munich", "Sapienza University of Rome",
-    "University of Amsterdam", "Seoul National University", "IIT Bombay", "IISc Bangalore",
-    "University of São Paulo", "University of Melbourne", "McGill University",
-    "Microsoft Research", "Google Research", "IBM Research", "Alibaba DAMO Academy",
-    "Huawei Noah's Ark Lab", "Meta AI", "Inria", "University of Edinburgh", "KTH Royal Institute",
-    "Zhejiang University", "Fudan University", "Shanghai Jiao Tong University",
+    "Tsinghua University",
+    "Peking University",
+    "Stanford University",
+    "MIT",
+    "Carnegie Mellon University",
+    "University of California, Berkeley",
+    "ETH Zurich",
+    "University of Oxford",
+    "University of Cambridge",
+    "University of Toronto",
+    "National University of Singapore",
+    "KAIST",
+    "University of Tokyo",
+    "EPFL",
+    "Max Planck Institute for Informatics",
+    "University of Illinois Urbana-Champaign",
+    "University of Washington",
+    "Technical University of Munich",
+    "Sapienza University of Rome",
+    "University of Amsterdam",
+    "Seoul National University",
+    "IIT Bombay",
+    "IISc Bangalore",
+    "University of São Paulo",
+    "University of Melbourne",
+    "McGill University",
+    "Microsoft Research",
+    "Google Research",
+    "IBM Research",
+    "Alibaba DAMO Academy",
+    "Huawei Noah's Ark Lab",
+    "Meta AI",
+    "Inria",
+    "University of Edinburgh",
+    "KTH Royal Institute",
+    "Zhejiang University",
+    "Fudan University",
+    "Shanghai Jiao Tong University",
     "Nanjing University",
-    "Georgia Institute of Technology", "University of Michigan", "Cornell University",
+    "Georgia Institute of Technology",
+    "University of Michigan",
+    "Cornell University",
 )
 # topic -> four typical tasks
 _TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Machine Learning", (
-        "Classification", "Representation Learning", "Active Learning", "Domain Adaptation",
-    )),
-    ("Data Mining", (
-        "Frequent Pattern Mining", "Anomaly Detection", "Clustering", "Time Series Forecasting",
-    )),
-    ("Databases", (
-        "Query Optimization", "Cardinality Estimation", "Transaction Processing", "Index Tuning",
-    )),
-    ("Information Retrieval", (
-        "Dense Retrieval", "Learning to Rank", "Query Expansion", "Passage Reranking",
-    )),
-    ("Natural Language Processing", (
-        "Question Answering", "Machine Translation", "Named Entity Recognition", "Summarization",
-    )),
-    ("Computer Vision", (
-        "Image Segmentation", "Object Detection", "Pose Estimation", "Video Understanding",
-    )),
-    ("Graph Learning", (
-        "Link Prediction", "Node Classification", "Graph Generation",
-        "Knowledge Graph Completion",
-    )),
-    ("Recommender Systems", (
-        "Session-Based Recommendation", "Collaborative Filtering",
-        "Click-Through Rate Prediction", "Cold-Start Recommendation",
-    )),
-    ("Distributed Systems", (
-        "Consensus", "Stream Processing", "Resource Scheduling", "Fault Tolerance",
-    )),
-    ("Security and Privacy", (
-        "Intrusion Detection", "Differential Privacy", "Malware Classification",
-        "Membership Inference",
-    )),
-    ("Software Engineering", (
-        "Program Repair", "Code Generation", "Test Generation", "Bug Localization",
-    )),
-    ("Robotics", (
-        "Motion Planning", "Grasping", "Visual Navigation", "Multi-Robot Coordination",
-    )),
-    ("Bioinformatics", (
-        "Protein Structure Prediction", "Gene Expression Analysis", "Drug Repurposing",
-        "Variant Calling",
-    )),
-    ("Human-Computer Interaction", (
-        "Accessibility", "Gesture Recognition", "User Modeling", "Visualization",
-    )),
-    ("Computer Networks", (
-        "Congestion Control", "Traffic Classification", "Network Verification", "Edge Caching",
-    )),
-    ("Speech Processing", (
-        "Speech Recognition", "Speaker Verification", "Speech Synthesis",
-        "Spoken Language Understanding",
-    )),
+    (
+        "Machine Learning",
+        (
+            "Classification",
+            "Representation Learning",
+            "Active Learning",
+            "Domain Adaptation",
+        ),
+    ),
+    (
+        "Data Mining",
+        (
+            "Frequent Pattern Mining",
+            "Anomaly Detection",
+            "Clustering",
+            "Time Series Forecasting",
+        ),
+    ),
+    (
+        "Databases",
+        (
+            "Query Optimization",
+            "Cardinality Estimation",
+            "Transaction Processing",
+            "Index Tuning",
+        ),
+    ),
+    (
+        "Information Retrieval",
+        (
+            "Dense Retrieval",
+            "Learning to Rank",
+            "Query Expansion",
+            "Passage Reranking",
+        ),
+    ),
+    (
+        "Natural Language Processing",
+        (
+            "Question Answering",
+            "Machine Translation",
+            "Named Entity Recognition",
+            "Summarization",
+        ),
+    ),
+    (
+        "Computer Vision",
+        (
+            "Image Segmentation",
+            "Object Detection",
+            "Pose Estimation",
+            "Video Understanding",
+        ),
+    ),
+    (
+        "Graph Learning",
+        (
+            "Link Prediction",
+            "Node Classification",
+            "Graph Generation",
+            "Knowledge Graph Completion",
+        ),
+    ),
+    (
+        "Recommender Systems",
+        (
+            "Session-Based Recommendation",
+            "Collaborative Filtering",
+            "Click-Through Rate Prediction",
+            "Cold-Start Recommendation",
+        ),
+    ),
+    (
+        "Distributed Systems",
+        (
+            "Consensus",
+            "Stream Processing",
+            "Resource Scheduling",
+            "Fault Tolerance",
+        ),
+    ),
+    (
+        "Security and Privacy",
+        (
+            "Intrusion Detection",
+            "Differential Privacy",
+            "Malware Classification",
+            "Membership Inference",
+        ),
+    ),
+    (
+        "Software Engineering",
+        (
+            "Program Repair",
+            "Code Generation",
+            "Test Generation",
+            "Bug Localization",
+        ),
+    ),
+    (
+        "Robotics",
+        (
+            "Motion Planning",
+            "Grasping",
+            "Visual Navigation",
+            "Multi-Robot Coordination",
+        ),
+    ),
+    (
+        "Bioinformatics",
+        (
+            "Protein Structure Prediction",
+            "Gene Expression Analysis",
+            "Drug Repurposing",
+            "Variant Calling",
+        ),
+    ),
+    (
+        "Human-Computer Interaction",
+        (
+            "Accessibility",
+            "Gesture Recognition",
+            "User Modeling",
+            "Visualization",
+        ),
+    ),
+    (
+        "Computer Networks",
+        (
+            "Congestion Control",
+            "Traffic Classification",
+            "Network Verification",
+            "Edge Caching",
+        ),
+    ),
+    (
+        "Speech Processing",
+        (
+            "Speech Recognition",
+            "Speaker Verification",
+            "Speech Synthesis",
+            "Spoken Language Understanding",
+        ),
+    ),
 )
 _VENUE_FORMS = (
-    ("International Conference on {}", "conference"), ("Annual Symposium on {}", "conference"),
-    ("European Conference on {}", "conference"), ("Asian Conference on {}", "conference"),
-    ("Pacific-Rim Conference on {}", "conference"), ("ACM Conference on {}", "conference"),
-    ("IEEE Transactions on {}", "journal"), ("Journal of {}", "journal"),
-    ("{} Letters", "journal"), ("Frontiers of {}", "journal"),
-    ("Workshop on Advances in {}", "workshop"), ("Workshop on Trustworthy {}", "workshop"),
+    ("International Conference on {}", "conference"),
+    ("Annual Symposium on {}", "conference"),
+    ("European Conference on {}", "conference"),
+    ("Asian Conference on {}", "conference"),
+    ("Pacific-Rim Conference on {}", "conference"),
+    ("ACM Conference on {}", "conference"),
+    ("IEEE Transactions on {}", "journal"),
+    ("Journal of {}", "journal"),
+    ("{} Letters", "journal"),
+    ("Frontiers of {}", "journal"),
+    ("Workshop on Advances in {}", "workshop"),
+    ("Workshop on Trustworthy {}", "workshop"),
 )
 _METHODS = (
-    "Graph Neural Networks", "Transformers", "Contrastive Learning", "Reinforcement Learning",
-    "Bayesian Inference", "Federated Learning", "Diffusion Models", "Random Forests",
-    "Spectral Clustering", "Knowledge Distillation", "Meta-Learning", "Variational Autoencoders",
-    "Large Language Models", "Mixture of Experts", "Hypergraph Convolution", "Optimal Transport",
-    "Curriculum Learning", "Prompt Tuning", "Neural Architecture Search", "Sparse Attention",
-    "Matrix Factorization", "Gaussian Processes", "Monte Carlo Tree Search", "Causal Inference",
-    "Retrieval Augmentation", "Self-Training", "Low-Rank Adaptation", "Hashing",
+    "Graph Neural Networks",
+    "Transformers",
+    "Contrastive Learning",
+    "Reinforcement Learning",
+    "Bayesian Inference",
+    "Federated Learning",
+    "Diffusion Models",
+    "Random Forests",
+    "Spectral Clustering",
+    "Knowledge Distillation",
+    "Meta-Learning",
+    "Variational Autoencoders",
+    "Large Language Models",
+    "Mixture of Experts",
+    "Hypergraph Convolution",
+    "Optimal Transport",
+    "Curriculum Learning",
+    "Prompt Tuning",
+    "Neural Architecture Search",
+    "Sparse Attention",
+    "Matrix Factorization",
+    "Gaussian Processes",
+    "Monte Carlo Tree Search",
+    "Causal Inference",
+    "Retrieval Augmentation",
+    "Self-Training",
+    "Low-Rank Adaptation",
+    "Hashing",
 )
 _DATA = (
-    "Heterogeneous Graphs", "Large-Scale Databases", "Social Networks", "Medical Images",
-    "Edge Devices", "Scientific Literature", "E-commerce Logs", "Multilingual Text",
-    "Sensor Streams", "Road Networks", "Source Code", "Knowledge Bases", "Satellite Imagery",
-    "Clinical Notes", "Financial Transactions", "3D Point Clouds", "Dialogue Corpora",
-    "Citation Networks", "Molecular Graphs", "Web Tables",
+    "Heterogeneous Graphs",
+    "Large-Scale Databases",
+    "Social Networks",
+    "Medical Images",
+    "Edge Devices",
+    "Scientific Literature",
+    "E-commerce Logs",
+    "Multilingual Text",
+    "Sensor Streams",
+    "Road Networks",
+    "Source Code",
+    "Knowledge Bases",
+    "Satellite Imagery",
+    "Clinical Notes",
+    "Financial Transactions",
+    "3D Point Clouds",
+    "Dialogue Corpora",
+    "Citation Networks",
+    "Molecular Graphs",
+    "Web Tables",
 )
 _ADJ = (
-    "Scalable", "Robust", "Efficient", "Interpretable", "Self-Supervised", "Privacy-Preserving",
-    "Adaptive", "Few-Shot", "Zero-Shot", "Hierarchical", "Incremental", "Distributed",
-    "Uncertainty-Aware", "Lightweight", "Multi-Modal", "Label-Efficient", "Fair", "Unified",
+    "Scalable",
+    "Robust",
+    "Efficient",
+    "Interpretable",
+    "Self-Supervised",
+    "Privacy-Preserving",
+    "Adaptive",
+    "Few-Shot",
+    "Zero-Shot",
+    "Hierarchical",
+    "Incremental",
+    "Distributed",
+    "Uncertainty-Aware",
+    "Lightweight",
+    "Multi-Modal",
+    "Label-Efficient",
+    "Fair",
+    "Unified",
 )
 _TITLE_FORMS = (
     "{adj} {task} on {data} with {method}",
@@ -421,9 +699,7 @@ def _acronyms(rng: np.random.Generator, n: int) -> list[str]:
     return ["".join(row[:k]) for row, k in zip(chars.tolist(), lengths.tolist(), strict=True)]
 
 
-def _paper_text(
-    rng: np.random.Generator, topic: Array
-) -> tuple[list[str], list[str], list[list[str]]]:
+def _paper_text(rng: np.random.Generator, topic: Array) -> tuple[list[str], list[str], list[list[str]]]:
     """Titles, abstracts and keywords of papers on the given topics."""
     n = len(topic)
     task_j = rng.integers(0, 4, n).tolist()
@@ -449,13 +725,21 @@ def _paper_text(
         f"based on {m.lower()} that {co}. Experiments on {k} benchmark datasets show that "
         f"{c} improves {me} by {g}% over {b}."
         for t, d, ch, c, a, m, co, k, me, g, b in zip(
-            tasks, data, challenges, acros, adjs, methods, contribs, n_sets, metrics, gains,
-            baselines, strict=True,
+            tasks,
+            data,
+            challenges,
+            acros,
+            adjs,
+            methods,
+            contribs,
+            n_sets,
+            metrics,
+            gains,
+            baselines,
+            strict=True,
         )
     ]
-    keywords = [
-        [t.lower(), m.lower(), d.lower()] for t, m, d in zip(tasks, methods, data, strict=True)
-    ]
+    keywords = [[t.lower(), m.lower(), d.lower()] for t, m, d in zip(tasks, methods, data, strict=True)]
     return titles, abstracts, keywords
 
 
@@ -470,11 +754,16 @@ def _academic(rng: np.random.Generator, scale: int) -> GraphData:
     combos = _distinct_combos(rng, (len(_VENUE_FORMS), n_topic), n_venue)
     venue_topic = np.array([t for _, t in combos])
     venue_ids = _ids("venue", n_venue)
-    _add_nodes(g, "Venue", venue_ids, {
-        "name": ("STRING", [_VENUE_FORMS[f][0].format(_TOPICS[t][0]) for f, t in combos]),
-        "kind": ("STRING", [_VENUE_FORMS[f][1] for f, _ in combos]),
-        "topic": ("STRING", [_TOPICS[t][0] for _, t in combos]),
-    })
+    _add_nodes(
+        g,
+        "Venue",
+        venue_ids,
+        {
+            "name": ("STRING", [_VENUE_FORMS[f][0].format(_TOPICS[t][0]) for f, t in combos]),
+            "kind": ("STRING", [_VENUE_FORMS[f][1] for f, _ in combos]),
+            "topic": ("STRING", [_TOPICS[t][0] for _, t in combos]),
+        },
+    )
 
     # papers: one venue each; topic mostly the venue's
     venue_of = _functional(rng, n_paper, _power_probs(rng, n_venue, 0.9))
@@ -483,12 +772,17 @@ def _academic(rng: np.random.Generator, scale: int) -> GraphData:
     year = _skewed_years(rng, n_paper, 1995, 2024, 0.09)
     titles, abstracts, keywords = _paper_text(rng, topic)
     paper_ids = _ids("paper", n_paper)
-    _add_nodes(g, "Paper", paper_ids, {
-        "title": ("STRING", titles),
-        "year": ("INT64", year.tolist()),
-        "abstract": ("STRING", abstracts),
-        "keywords": ("STRING[]", keywords),
-    })
+    _add_nodes(
+        g,
+        "Paper",
+        paper_ids,
+        {
+            "title": ("STRING", titles),
+            "year": ("INT64", year.tolist()),
+            "abstract": ("STRING", abstracts),
+            "keywords": ("STRING[]", keywords),
+        },
+    )
 
     # authorship: 1..10 authors per paper, productive authors are hubs
     n_authors = 1 + np.minimum(rng.poisson(1.9, n_paper), 9)
@@ -501,26 +795,37 @@ def _academic(rng: np.random.Generator, scale: int) -> GraphData:
     initial = np.array(list("ABCDEFGHJKLMNPRSTW"))[rng.integers(0, 18, n_author)].tolist()
     middle = (rng.random(n_author) < 0.25).tolist()
     names = [
-        f"{f} {i}. {la}" if mid else f"{f} {la}"
-        for f, i, la, mid in zip(first, initial, last, middle, strict=True)
+        f"{f} {i}. {la}" if mid else f"{f} {la}" for f, i, la, mid in zip(first, initial, last, middle, strict=True)
     ]
     author_ids = _ids("author", n_author)
-    _add_nodes(g, "Author", author_ids, {
-        "name": ("STRING", unique_names(names, "{} {:04d}")),
-        "organization": ("STRING", _pick(rng, _ORGS, n_author, _power_probs(rng, len(_ORGS), 0.8))),
-        "h_index": ("INT64", h_index.tolist()),
-    })
+    _add_nodes(
+        g,
+        "Author",
+        author_ids,
+        {
+            "name": ("STRING", unique_names(names, "{} {:04d}")),
+            "organization": ("STRING", _pick(rng, _ORGS, n_author, _power_probs(rng, len(_ORGS), 0.8))),
+            "h_index": ("INT64", h_index.tolist()),
+        },
+    )
 
-    _add_rels(g, "WROTE", ("Author", author_ids, author), ("Paper", paper_ids, paper),
-              {"position": ("INT64", _positions(rng, paper).tolist())})
+    _add_rels(
+        g,
+        "WROTE",
+        ("Author", author_ids, author),
+        ("Paper", paper_ids, paper),
+        {"position": ("INT64", _positions(rng, paper).tolist())},
+    )
     cites_src, cites_dst = _sample_pairs(
-        rng, n_paper, n_paper * 6,
+        rng,
+        n_paper,
+        n_paper * 6,
         _weighted_draw(rng, _power_probs(rng, n_paper, 0.4), _power_probs(rng, n_paper, 0.85)),
-        same_label=True, accept=lambda s, d: year[d] <= year[s],
+        same_label=True,
+        accept=lambda s, d: year[d] <= year[s],
     )
     _add_rels(g, "CITES", ("Paper", paper_ids, cites_src), ("Paper", paper_ids, cites_dst))
-    _add_rels(g, "PUBLISHED_IN", ("Paper", paper_ids, np.arange(n_paper)),
-              ("Venue", venue_ids, venue_of))
+    _add_rels(g, "PUBLISHED_IN", ("Paper", paper_ids, np.arange(n_paper)), ("Venue", venue_ids, venue_of))
     return g
 
 
@@ -530,44 +835,187 @@ def _academic(rng: np.random.Generator, scale: int) -> GraphData:
 
 # category -> (median price, product nouns, uses)
 _CATEGORIES: tuple[tuple[str, float, tuple[str, ...], str], ...] = (
-    ("Electronics", 80.0, ("Wireless Earbuds", "Bluetooth Speaker", "USB-C Hub", "Smartwatch",
-     "Noise-Cancelling Headphones", "Portable Charger", "Action Camera", "Mechanical Keyboard"),
-     "everyday listening, work and travel"),
-    ("Home & Kitchen", 35.0, ("Chef's Knife", "Air Fryer", "Cast Iron Skillet", "French Press",
-     "Stand Mixer", "Rice Cooker", "Cutting Board", "Vacuum Sealer"), "busy home cooks"),
-    ("Sports & Outdoors", 45.0, ("Yoga Mat", "Trekking Poles", "Insulated Water Bottle",
-     "Camping Tent", "Resistance Bands", "Cycling Helmet", "Sleeping Bag"),
-     "training and outdoor trips"),
-    ("Beauty", 18.0, ("Vitamin C Serum", "Hair Dryer", "Sunscreen SPF 50", "Face Moisturizer",
-     "Electric Toothbrush", "Shampoo Bar"), "a simple daily routine"),
-    ("Toys & Games", 25.0, ("Building Blocks Set", "Jigsaw Puzzle", "Board Game",
-     "Remote Control Car", "Plush Toy", "Science Kit"), "kids aged 6 and up"),
-    ("Books", 15.0, ("Paperback Novel", "Cookbook", "Travel Guide", "Children's Picture Book",
-     "Programming Handbook"), "curious readers"),
-    ("Clothing", 30.0, ("Running Shoes", "Rain Jacket", "Merino Socks", "Denim Jeans",
-     "Fleece Hoodie", "Sun Hat"), "all-day comfort"),
-    ("Grocery", 9.0, ("Green Tea", "Dark Chocolate", "Olive Oil", "Whole Bean Coffee", "Granola",
-     "Hot Sauce"), "a healthy pantry"),
-    ("Pet Supplies", 22.0, ("Dog Leash", "Cat Scratching Post", "Pet Bed", "Aquarium Filter",
-     "Chew Toy"), "happy, active pets"),
-    ("Office Products", 20.0, ("Desk Lamp", "Fountain Pen", "Label Maker", "Monitor Stand",
-     "Notebook Set", "Ergonomic Chair"), "a tidy, productive desk"),
-    ("Tools & Home Improvement", 55.0, ("Cordless Drill", "Laser Level", "Socket Set",
-     "Stud Finder", "Smart Thermostat"), "weekend DIY projects"),
-    ("Automotive", 40.0, ("Dash Cam", "Tire Inflator", "Car Vacuum", "Jump Starter",
-     "Phone Mount"), "safer daily driving"),
+    (
+        "Electronics",
+        80.0,
+        (
+            "Wireless Earbuds",
+            "Bluetooth Speaker",
+            "USB-C Hub",
+            "Smartwatch",
+            "Noise-Cancelling Headphones",
+            "Portable Charger",
+            "Action Camera",
+            "Mechanical Keyboard",
+        ),
+        "everyday listening, work and travel",
+    ),
+    (
+        "Home & Kitchen",
+        35.0,
+        (
+            "Chef's Knife",
+            "Air Fryer",
+            "Cast Iron Skillet",
+            "French Press",
+            "Stand Mixer",
+            "Rice Cooker",
+            "Cutting Board",
+            "Vacuum Sealer",
+        ),
+        "busy home cooks",
+    ),
+    (
+        "Sports & Outdoors",
+        45.0,
+        (
+            "Yoga Mat",
+            "Trekking Poles",
+            "Insulated Water Bottle",
+            "Camping Tent",
+            "Resistance Bands",
+            "Cycling Helmet",
+            "Sleeping Bag",
+        ),
+        "training and outdoor trips",
+    ),
+    (
+        "Beauty",
+        18.0,
+        ("Vitamin C Serum", "Hair Dryer", "Sunscreen SPF 50", "Face Moisturizer", "Electric Toothbrush", "Shampoo Bar"),
+        "a simple daily routine",
+    ),
+    (
+        "Toys & Games",
+        25.0,
+        ("Building Blocks Set", "Jigsaw Puzzle", "Board Game", "Remote Control Car", "Plush Toy", "Science Kit"),
+        "kids aged 6 and up",
+    ),
+    (
+        "Books",
+        15.0,
+        ("Paperback Novel", "Cookbook", "Travel Guide", "Children's Picture Book", "Programming Handbook"),
+        "curious readers",
+    ),
+    (
+        "Clothing",
+        30.0,
+        ("Running Shoes", "Rain Jacket", "Merino Socks", "Denim Jeans", "Fleece Hoodie", "Sun Hat"),
+        "all-day comfort",
+    ),
+    (
+        "Grocery",
+        9.0,
+        ("Green Tea", "Dark Chocolate", "Olive Oil", "Whole Bean Coffee", "Granola", "Hot Sauce"),
+        "a healthy pantry",
+    ),
+    (
+        "Pet Supplies",
+        22.0,
+        ("Dog Leash", "Cat Scratching Post", "Pet Bed", "Aquarium Filter", "Chew Toy"),
+        "happy, active pets",
+    ),
+    (
+        "Office Products",
+        20.0,
+        ("Desk Lamp", "Fountain Pen", "Label Maker", "Monitor Stand", "Notebook Set", "Ergonomic Chair"),
+        "a tidy, productive desk",
+    ),
+    (
+        "Tools & Home Improvement",
+        55.0,
+        ("Cordless Drill", "Laser Level", "Socket Set", "Stud Finder", "Smart Thermostat"),
+        "weekend DIY projects",
+    ),
+    (
+        "Automotive",
+        40.0,
+        ("Dash Cam", "Tire Inflator", "Car Vacuum", "Jump Starter", "Phone Mount"),
+        "safer daily driving",
+    ),
 )
-_BRAND_HEAD = ("Zen", "Nova", "Aero", "Terra", "Luma", "Vita", "Apex", "Kai", "Orbi", "Pixel",
-               "Nord", "Sol", "Echo", "Flux", "Bright", "Urban", "Peak", "Moss", "Blue", "Iron")
-_BRAND_TAIL = ("tech", "ware", "ly", "nest", "craft", "gear", "labs", "works", "line", "field",
-               "wave", "co", "forge", "home", "ora", "ix")
-_COUNTRIES = ("USA", "China", "Germany", "Japan", "South Korea", "United Kingdom", "France",
-              "Italy", "Sweden", "Canada", "Taiwan", "Netherlands", "Denmark", "India")
-_ITEM_ADJ = ("Compact", "Premium", "Ultra-Light", "Heavy-Duty", "Eco-Friendly", "Classic",
-             "Pro", "Smart", "Foldable", "Waterproof", "Ergonomic", "Deluxe")
-_FEATURES = ("a two-year warranty", "recycled packaging", "a stainless steel body",
-             "fast USB-C charging", "a machine-washable cover", "a non-slip base",
-             "a travel pouch", "an adjustable fit", "BPA-free materials", "a lifetime guarantee")
+_BRAND_HEAD = (
+    "Zen",
+    "Nova",
+    "Aero",
+    "Terra",
+    "Luma",
+    "Vita",
+    "Apex",
+    "Kai",
+    "Orbi",
+    "Pixel",
+    "Nord",
+    "Sol",
+    "Echo",
+    "Flux",
+    "Bright",
+    "Urban",
+    "Peak",
+    "Moss",
+    "Blue",
+    "Iron",
+)
+_BRAND_TAIL = (
+    "tech",
+    "ware",
+    "ly",
+    "nest",
+    "craft",
+    "gear",
+    "labs",
+    "works",
+    "line",
+    "field",
+    "wave",
+    "co",
+    "forge",
+    "home",
+    "ora",
+    "ix",
+)
+_COUNTRIES = (
+    "USA",
+    "China",
+    "Germany",
+    "Japan",
+    "South Korea",
+    "United Kingdom",
+    "France",
+    "Italy",
+    "Sweden",
+    "Canada",
+    "Taiwan",
+    "Netherlands",
+    "Denmark",
+    "India",
+)
+_ITEM_ADJ = (
+    "Compact",
+    "Premium",
+    "Ultra-Light",
+    "Heavy-Duty",
+    "Eco-Friendly",
+    "Classic",
+    "Pro",
+    "Smart",
+    "Foldable",
+    "Waterproof",
+    "Ergonomic",
+    "Deluxe",
+)
+_FEATURES = (
+    "a two-year warranty",
+    "recycled packaging",
+    "a stainless steel body",
+    "fast USB-C charging",
+    "a machine-washable cover",
+    "a non-slip base",
+    "a travel pouch",
+    "an adjustable fit",
+    "BPA-free materials",
+    "a lifetime guarantee",
+)
 
 
 def _ecommerce(rng: np.random.Generator, scale: int) -> GraphData:
@@ -582,25 +1030,33 @@ def _ecommerce(rng: np.random.Generator, scale: int) -> GraphData:
     combos = _distinct_combos(rng, (len(_BRAND_HEAD), len(_BRAND_TAIL)), n_brand)
     brand_names = unique_names((_BRAND_HEAD[h] + _BRAND_TAIL[t] for h, t in combos), "{} {}")
     brand_ids = _ids("brand", n_brand)
-    _add_nodes(g, "Brand", brand_ids, {
-        "name": ("STRING", brand_names),
-        "country": ("STRING", _pick(rng, _COUNTRIES, n_brand, p_country)),
-        "founded": ("INT64", rng.integers(1950, 2023, n_brand).tolist()),
-        "category": ("STRING", [_CATEGORIES[c][0] for c in brand_cat.tolist()]),
-    })
+    _add_nodes(
+        g,
+        "Brand",
+        brand_ids,
+        {
+            "name": ("STRING", brand_names),
+            "country": ("STRING", _pick(rng, _COUNTRIES, n_brand, p_country)),
+            "founded": ("INT64", rng.integers(1950, 2023, n_brand).tolist()),
+            "category": ("STRING", [_CATEGORIES[c][0] for c in brand_cat.tolist()]),
+        },
+    )
 
     brand_of = _functional(rng, n_item, _power_probs(rng, n_brand, 0.9))
     own_cat = rng.random(n_item) < 0.8
     cat = np.where(own_cat, brand_cat[brand_of], rng.choice(n_cat, n_item, p=p_cat))
     noun_j = rng.integers(0, 100, n_item).tolist()
-    nouns = [
-        _CATEGORIES[c][2][j % len(_CATEGORIES[c][2])]
-        for c, j in zip(cat.tolist(), noun_j, strict=True)
-    ]
+    nouns = [_CATEGORIES[c][2][j % len(_CATEGORIES[c][2])] for c, j in zip(cat.tolist(), noun_j, strict=True)]
     adjs = _pick(rng, _ITEM_ADJ, n_item)
-    models = [f"{chr(65 + a)}{chr(65 + b)}-{n}" for a, b, n in zip(
-        rng.integers(0, 26, n_item).tolist(), rng.integers(0, 26, n_item).tolist(),
-        rng.integers(100, 1000, n_item).tolist(), strict=True)]
+    models = [
+        f"{chr(65 + a)}{chr(65 + b)}-{n}"
+        for a, b, n in zip(
+            rng.integers(0, 26, n_item).tolist(),
+            rng.integers(0, 26, n_item).tolist(),
+            rng.integers(100, 1000, n_item).tolist(),
+            strict=True,
+        )
+    ]
     bnames = [brand_names[b] for b in brand_of.tolist()]
     titles = unique_names(
         (f"{b} {a} {n} {m}" for b, a, n, m in zip(bnames, adjs, nouns, models, strict=True)),
@@ -613,31 +1069,35 @@ def _ecommerce(rng: np.random.Generator, scale: int) -> GraphData:
     reviews = rng.poisson(p_item * n_item * 40.0).astype(np.int64)
     f1, f2 = _pick(rng, _FEATURES, n_item), _pick(rng, _FEATURES, n_item)
     descriptions = [
-        f"The {b} {n.lower()} is {_article(a)} {a.lower()} pick for {_CATEGORIES[c][3]}. "
-        f"It comes with {x} and {y}."
+        f"The {b} {n.lower()} is {_article(a)} {a.lower()} pick for {_CATEGORIES[c][3]}. It comes with {x} and {y}."
         for b, n, a, c, x, y in zip(bnames, nouns, adjs, cat.tolist(), f1, f2, strict=True)
     ]
     item_ids = _ids("item", n_item)
-    _add_nodes(g, "Item", item_ids, {
-        "title": ("STRING", titles),
-        "price": ("DOUBLE", price.tolist()),
-        "description": ("STRING", descriptions),
-        "category": ("STRING", [_CATEGORIES[c][0] for c in cat.tolist()]),
-        "rating": ("DOUBLE", rating.tolist()),
-        "review_count": ("INT64", reviews.tolist()),
-        "in_stock": ("BOOLEAN", (rng.random(n_item) < 0.9).tolist()),
-        "first_available": ("DATE", _dates(rng, n_item, _dt.date(2012, 1, 1), 13 * 365)),
-    })
+    _add_nodes(
+        g,
+        "Item",
+        item_ids,
+        {
+            "title": ("STRING", titles),
+            "price": ("DOUBLE", price.tolist()),
+            "description": ("STRING", descriptions),
+            "category": ("STRING", [_CATEGORIES[c][0] for c in cat.tolist()]),
+            "rating": ("DOUBLE", rating.tolist()),
+            "review_count": ("INT64", reviews.tolist()),
+            "in_stock": ("BOOLEAN", (rng.random(n_item) < 0.9).tolist()),
+            "first_available": ("DATE", _dates(rng, n_item, _dt.date(2012, 1, 1), 13 * 365)),
+        },
+    )
 
     _add_rels(g, "MADE_BY", ("Item", item_ids, np.arange(n_item)), ("Brand", brand_ids, brand_of))
     items = ("Item", item_ids)
     for rtype, per_item, symmetric in (
-        ("ALSO_BOUGHT", 3.0, False), ("ALSO_VIEWED", 2.0, False), ("BOUGHT_TOGETHER", 0.5, True)
+        ("ALSO_BOUGHT", 3.0, False),
+        ("ALSO_VIEWED", 2.0, False),
+        ("BOUGHT_TOGETHER", 0.5, True),
     ):
         draw = _same_group_draw(rng, _power_probs(rng, n_item, 0.5), p_item, cat, 0.75)
-        s, d = _sample_pairs(
-            rng, n_item, int(n_item * per_item), draw, same_label=True, symmetric=symmetric
-        )
+        s, d = _sample_pairs(rng, n_item, int(n_item * per_item), draw, same_label=True, symmetric=symmetric)
         _add_rels(g, rtype, (*items, s), (*items, d))
     return g
 
@@ -647,63 +1107,178 @@ def _ecommerce(rng: np.random.Generator, scale: int) -> GraphData:
 # ---------------------------------------------------------------------------------------------
 
 _GENE_FAMILIES = (
-    ("KCN", "potassium voltage-gated channel subfamily"), ("SLC", "solute carrier family"),
-    ("ZNF", "zinc finger protein"), ("CYP", "cytochrome P450 family"),
-    ("TNF", "tumor necrosis factor superfamily member"), ("IL", "interleukin"),
-    ("ABC", "ATP binding cassette subfamily"), ("MAPK", "mitogen-activated protein kinase"),
-    ("CDK", "cyclin dependent kinase"), ("GPR", "G protein-coupled receptor"),
-    ("HOX", "homeobox gene"), ("NOTCH", "notch receptor"), ("WNT", "Wnt family member"),
-    ("FGF", "fibroblast growth factor"), ("ADRB", "adrenoceptor beta"),
-    ("HTR", "5-hydroxytryptamine receptor"), ("DRD", "dopamine receptor"),
-    ("COL", "collagen type"), ("KRT", "keratin"), ("SCN", "sodium voltage-gated channel"),
-    ("PPAR", "peroxisome proliferator activated receptor"), ("TLR", "toll like receptor"),
-    ("HDAC", "histone deacetylase"), ("PIK3", "phosphatidylinositol-4,5-bisphosphate 3-kinase"),
+    ("KCN", "potassium voltage-gated channel subfamily"),
+    ("SLC", "solute carrier family"),
+    ("ZNF", "zinc finger protein"),
+    ("CYP", "cytochrome P450 family"),
+    ("TNF", "tumor necrosis factor superfamily member"),
+    ("IL", "interleukin"),
+    ("ABC", "ATP binding cassette subfamily"),
+    ("MAPK", "mitogen-activated protein kinase"),
+    ("CDK", "cyclin dependent kinase"),
+    ("GPR", "G protein-coupled receptor"),
+    ("HOX", "homeobox gene"),
+    ("NOTCH", "notch receptor"),
+    ("WNT", "Wnt family member"),
+    ("FGF", "fibroblast growth factor"),
+    ("ADRB", "adrenoceptor beta"),
+    ("HTR", "5-hydroxytryptamine receptor"),
+    ("DRD", "dopamine receptor"),
+    ("COL", "collagen type"),
+    ("KRT", "keratin"),
+    ("SCN", "sodium voltage-gated channel"),
+    ("PPAR", "peroxisome proliferator activated receptor"),
+    ("TLR", "toll like receptor"),
+    ("HDAC", "histone deacetylase"),
+    ("PIK3", "phosphatidylinositol-4,5-bisphosphate 3-kinase"),
 )
-_GENE_ROLES = ("signal transduction", "ion transport", "transcriptional regulation",
-               "immune response", "lipid metabolism", "cell cycle control", "DNA repair",
-               "synaptic transmission", "extracellular matrix organization", "drug metabolism")
+_GENE_ROLES = (
+    "signal transduction",
+    "ion transport",
+    "transcriptional regulation",
+    "immune response",
+    "lipid metabolism",
+    "cell cycle control",
+    "DNA repair",
+    "synaptic transmission",
+    "extracellular matrix organization",
+    "drug metabolism",
+)
 _CHROMOSOMES = tuple([str(i) for i in range(1, 23)] + ["X", "Y"])
-_DRUG_HEAD = ("ami", "bexa", "cefu", "dolu", "esci", "flu", "gaba", "halo", "ibu", "keto",
-              "lami", "meto", "nira", "olan", "pravi", "quet", "rosu", "sema", "tami", "vala",
-              "zola", "abe", "cari", "dexa", "elu", "fexo", "gli", "lora", "mira", "oxy")
+_DRUG_HEAD = (
+    "ami",
+    "bexa",
+    "cefu",
+    "dolu",
+    "esci",
+    "flu",
+    "gaba",
+    "halo",
+    "ibu",
+    "keto",
+    "lami",
+    "meto",
+    "nira",
+    "olan",
+    "pravi",
+    "quet",
+    "rosu",
+    "sema",
+    "tami",
+    "vala",
+    "zola",
+    "abe",
+    "cari",
+    "dexa",
+    "elu",
+    "fexo",
+    "gli",
+    "lora",
+    "mira",
+    "oxy",
+)
 _DRUG_MID = ("", "ti", "ra", "lo", "xi", "ve", "do", "ni", "ca", "pa")
 _DRUG_CLASSES = (
-    ("mab", "monoclonal antibody", 148000.0), ("nib", "kinase inhibitor", 480.0),
-    ("pril", "ACE inhibitor", 400.0), ("sartan", "angiotensin receptor blocker", 430.0),
-    ("olol", "beta blocker", 270.0), ("statin", "HMG-CoA reductase inhibitor", 450.0),
-    ("vir", "antiviral", 520.0), ("cillin", "penicillin antibiotic", 360.0),
-    ("azole", "antifungal", 330.0), ("prazole", "proton pump inhibitor", 350.0),
-    ("dipine", "calcium channel blocker", 400.0), ("tide", "peptide hormone analogue", 3500.0),
-    ("parin", "anticoagulant", 5000.0), ("setron", "antiemetic", 300.0),
-    ("triptan", "antimigraine agent", 300.0), ("gliptin", "DPP-4 inhibitor", 400.0),
+    ("mab", "monoclonal antibody", 148000.0),
+    ("nib", "kinase inhibitor", 480.0),
+    ("pril", "ACE inhibitor", 400.0),
+    ("sartan", "angiotensin receptor blocker", 430.0),
+    ("olol", "beta blocker", 270.0),
+    ("statin", "HMG-CoA reductase inhibitor", 450.0),
+    ("vir", "antiviral", 520.0),
+    ("cillin", "penicillin antibiotic", 360.0),
+    ("azole", "antifungal", 330.0),
+    ("prazole", "proton pump inhibitor", 350.0),
+    ("dipine", "calcium channel blocker", 400.0),
+    ("tide", "peptide hormone analogue", 3500.0),
+    ("parin", "anticoagulant", 5000.0),
+    ("setron", "antiemetic", 300.0),
+    ("triptan", "antimigraine agent", 300.0),
+    ("gliptin", "DPP-4 inhibitor", 400.0),
     ("lukast", "leukotriene receptor antagonist", 580.0),
-    ("oxacin", "fluoroquinolone antibiotic", 360.0), ("afil", "PDE5 inhibitor", 470.0),
+    ("oxacin", "fluoroquinolone antibiotic", 360.0),
+    ("afil", "PDE5 inhibitor", 470.0),
     ("caine", "local anesthetic", 280.0),
 )
-_DISEASE_MODS = ("", "chronic", "acute", "hereditary", "juvenile", "idiopathic", "autoimmune",
-                 "familial", "early-onset", "progressive")
-_DISEASE_SITES = (
-    ("renal", "urinary"), ("hepatic", "digestive"), ("pulmonary", "respiratory"),
-    ("cardiac", "cardiovascular"), ("cerebral", "nervous"), ("gastric", "digestive"),
-    ("thyroid", "endocrine"), ("pancreatic", "endocrine"), ("retinal", "eye"),
-    ("cutaneous", "skin"), ("spinal", "nervous"), ("colorectal", "digestive"),
-    ("ovarian", "reproductive"), ("prostatic", "reproductive"), ("bone", "musculoskeletal"),
-    ("muscular", "musculoskeletal"), ("vascular", "cardiovascular"), ("lymphatic", "immune"),
+_DISEASE_MODS = (
+    "",
+    "chronic",
+    "acute",
+    "hereditary",
+    "juvenile",
+    "idiopathic",
+    "autoimmune",
+    "familial",
+    "early-onset",
+    "progressive",
 )
-_CONDITIONS = ("fibrosis", "carcinoma", "inflammation", "insufficiency", "dystrophy",
-               "neuropathy", "sclerosis", "adenoma", "infection", "hypertension", "atrophy",
-               "degeneration", "lymphoma", "ischemia")
+_DISEASE_SITES = (
+    ("renal", "urinary"),
+    ("hepatic", "digestive"),
+    ("pulmonary", "respiratory"),
+    ("cardiac", "cardiovascular"),
+    ("cerebral", "nervous"),
+    ("gastric", "digestive"),
+    ("thyroid", "endocrine"),
+    ("pancreatic", "endocrine"),
+    ("retinal", "eye"),
+    ("cutaneous", "skin"),
+    ("spinal", "nervous"),
+    ("colorectal", "digestive"),
+    ("ovarian", "reproductive"),
+    ("prostatic", "reproductive"),
+    ("bone", "musculoskeletal"),
+    ("muscular", "musculoskeletal"),
+    ("vascular", "cardiovascular"),
+    ("lymphatic", "immune"),
+)
+_CONDITIONS = (
+    "fibrosis",
+    "carcinoma",
+    "inflammation",
+    "insufficiency",
+    "dystrophy",
+    "neuropathy",
+    "sclerosis",
+    "adenoma",
+    "infection",
+    "hypertension",
+    "atrophy",
+    "degeneration",
+    "lymphoma",
+    "ischemia",
+)
 _SYMPTOMS = (
-    ("headache", "nervous"), ("fatigue", "general"), ("nausea", "digestive"), ("fever", "general"),
-    ("dyspnea", "respiratory"), ("cough", "respiratory"), ("chest pain", "cardiovascular"),
-    ("palpitations", "cardiovascular"), ("dizziness", "nervous"), ("vomiting", "digestive"),
-    ("abdominal pain", "digestive"), ("diarrhea", "digestive"), ("joint pain", "musculoskeletal"),
-    ("muscle weakness", "musculoskeletal"), ("rash", "skin"), ("pruritus", "skin"),
-    ("edema", "cardiovascular"), ("weight loss", "general"), ("insomnia", "nervous"),
-    ("tremor", "nervous"), ("blurred vision", "eye"), ("jaundice", "digestive"),
-    ("hematuria", "urinary"), ("back pain", "musculoskeletal"), ("seizures", "nervous"),
-    ("anxiety", "nervous"), ("night sweats", "general"), ("hair loss", "skin"),
-    ("numbness", "nervous"), ("wheezing", "respiratory"),
+    ("headache", "nervous"),
+    ("fatigue", "general"),
+    ("nausea", "digestive"),
+    ("fever", "general"),
+    ("dyspnea", "respiratory"),
+    ("cough", "respiratory"),
+    ("chest pain", "cardiovascular"),
+    ("palpitations", "cardiovascular"),
+    ("dizziness", "nervous"),
+    ("vomiting", "digestive"),
+    ("abdominal pain", "digestive"),
+    ("diarrhea", "digestive"),
+    ("joint pain", "musculoskeletal"),
+    ("muscle weakness", "musculoskeletal"),
+    ("rash", "skin"),
+    ("pruritus", "skin"),
+    ("edema", "cardiovascular"),
+    ("weight loss", "general"),
+    ("insomnia", "nervous"),
+    ("tremor", "nervous"),
+    ("blurred vision", "eye"),
+    ("jaundice", "digestive"),
+    ("hematuria", "urinary"),
+    ("back pain", "musculoskeletal"),
+    ("seizures", "nervous"),
+    ("anxiety", "nervous"),
+    ("night sweats", "general"),
+    ("hair loss", "skin"),
+    ("numbness", "nervous"),
+    ("wheezing", "respiratory"),
 )
 _SEVERITY = ("", "mild", "severe", "chronic", "intermittent", "nocturnal", "recurrent")
 
@@ -711,9 +1286,7 @@ _SEVERITY = ("", "mild", "severe", "chronic", "intermittent", "nocturnal", "recu
 def _genes(rng: np.random.Generator, n: int) -> Columns:
     combos = _distinct_combos(rng, (len(_GENE_FAMILIES), 999, 6), n)
     suffix = ("", "A", "B", "C", "D", "L")
-    symbols = unique_names(
-        (f"{_GENE_FAMILIES[f][0]}{k + 1}{suffix[s]}" for f, k, s in combos), "{}-{}"
-    )
+    symbols = unique_names((f"{_GENE_FAMILIES[f][0]}{k + 1}{suffix[s]}" for f, k, s in combos), "{}-{}")
     names = [f"{_GENE_FAMILIES[f][1]} {k + 1}{suffix[s]}" for f, k, s in combos]
     roles = _pick(rng, _GENE_ROLES, n)
     chroms = _pick(rng, _CHROMOSOMES, n, _power_probs(rng, len(_CHROMOSOMES), 0.3))
@@ -721,10 +1294,13 @@ def _genes(rng: np.random.Generator, n: int) -> Columns:
         "symbol": ("STRING", symbols),
         "name": ("STRING", names),
         "chromosome": ("STRING", chroms),
-        "description": ("STRING", [
-            f"{s} encodes a {nm} involved in {r}; the gene maps to chromosome {c}."
-            for s, nm, r, c in zip(symbols, names, roles, chroms, strict=True)
-        ]),
+        "description": (
+            "STRING",
+            [
+                f"{s} encodes a {nm} involved in {r}; the gene maps to chromosome {c}."
+                for s, nm, r, c in zip(symbols, names, roles, chroms, strict=True)
+            ],
+        ),
     }
 
 
@@ -732,8 +1308,8 @@ def _compounds(rng: np.random.Generator, n: int) -> Columns:
     sizes = (len(_DRUG_HEAD), len(_DRUG_MID), len(_DRUG_MID), len(_DRUG_CLASSES))
     combos = _distinct_combos(rng, sizes, n)
     names = unique_names(
-        (f"{_DRUG_HEAD[h]}{_DRUG_MID[a]}{_DRUG_MID[b]}{_DRUG_CLASSES[c][0]}".capitalize()
-         for h, a, b, c in combos), "{} {}"
+        (f"{_DRUG_HEAD[h]}{_DRUG_MID[a]}{_DRUG_MID[b]}{_DRUG_CLASSES[c][0]}".capitalize() for h, a, b, c in combos),
+        "{} {}",
     )
     cls = [_DRUG_CLASSES[c] for *_, c in combos]
     weight = np.round(np.array([c[2] for c in cls]) * rng.lognormal(0.0, 0.2, n), 2)
@@ -744,48 +1320,56 @@ def _compounds(rng: np.random.Generator, n: int) -> Columns:
         "drug_class": ("STRING", [c[1] for c in cls]),
         "molecular_weight": ("DOUBLE", weight.tolist()),
         "approved": ("BOOLEAN", approved),
-        "description": ("STRING", [
-            f"{nm} is a {c[1]}"
-            + (f" first approved in {y}." if ok else " in clinical development.")
-            for nm, c, ok, y in zip(names, cls, approved, years, strict=True)
-        ]),
+        "description": (
+            "STRING",
+            [
+                f"{nm} is a {c[1]}" + (f" first approved in {y}." if ok else " in clinical development.")
+                for nm, c, ok, y in zip(names, cls, approved, years, strict=True)
+            ],
+        ),
     }
 
 
 def _diseases(rng: np.random.Generator, n: int) -> Columns:
     combos = _distinct_combos(rng, (len(_DISEASE_MODS), len(_DISEASE_SITES), len(_CONDITIONS)), n)
     names = unique_names(
-        (" ".join(w for w in (_DISEASE_MODS[m], _DISEASE_SITES[s][0], _CONDITIONS[c]) if w)
-         for m, s, c in combos), "{} type {}"
+        (" ".join(w for w in (_DISEASE_MODS[m], _DISEASE_SITES[s][0], _CONDITIONS[c]) if w) for m, s, c in combos),
+        "{} type {}",
     )
     letters = rng.integers(0, 26, n).tolist()
-    codes = [f"{chr(65 + a)}{b:02d}.{c}" for a, b, c in zip(
-        letters, rng.integers(0, 100, n).tolist(), rng.integers(0, 10, n).tolist(), strict=True)]
+    codes = [
+        f"{chr(65 + a)}{b:02d}.{c}"
+        for a, b, c in zip(letters, rng.integers(0, 100, n).tolist(), rng.integers(0, 10, n).tolist(), strict=True)
+    ]
     return {
         "name": ("STRING", names),
         "category": ("STRING", [f"{_DISEASE_SITES[s][1]} system disease" for _, s, _ in combos]),
         "icd10": ("STRING", codes),
-        "description": ("STRING", [
-            f"A {(_DISEASE_MODS[m] + ' ') if _DISEASE_MODS[m] else ''}disorder of the "
-            f"{_DISEASE_SITES[s][1]} system marked by {_CONDITIONS[c]} of "
-            f"{_DISEASE_SITES[s][0]} tissue."
-            for m, s, c in combos
-        ]),
+        "description": (
+            "STRING",
+            [
+                f"A {(_DISEASE_MODS[m] + ' ') if _DISEASE_MODS[m] else ''}disorder of the "
+                f"{_DISEASE_SITES[s][1]} system marked by {_CONDITIONS[c]} of "
+                f"{_DISEASE_SITES[s][0]} tissue."
+                for m, s, c in combos
+            ],
+        ),
     }
 
 
 def _symptoms(rng: np.random.Generator, n: int) -> Columns:
     combos = _distinct_combos(rng, (len(_SEVERITY), len(_SYMPTOMS)), n)
-    names = unique_names(
-        (f"{_SEVERITY[s]} {_SYMPTOMS[b][0]}".strip() for s, b in combos), "{} ({})"
-    )
+    names = unique_names((f"{_SEVERITY[s]} {_SYMPTOMS[b][0]}".strip() for s, b in combos), "{} ({})")
     return {
         "name": ("STRING", names),
         "body_system": ("STRING", [_SYMPTOMS[b][1] for _, b in combos]),
-        "description": ("STRING", [
-            f"{nm.capitalize()} is a sign or symptom related to the {_SYMPTOMS[b][1]} system."
-            for nm, (_, b) in zip(names, combos, strict=True)
-        ]),
+        "description": (
+            "STRING",
+            [
+                f"{nm.capitalize()} is a sign or symptom related to the {_SYMPTOMS[b][1]} system."
+                for nm, (_, b) in zip(names, combos, strict=True)
+            ],
+        ),
     }
 
 
@@ -818,8 +1402,7 @@ def _biomedical(rng: np.random.Generator, scale: int) -> GraphData:
     for rtype, sl, dl, per_src, a_src, a_dst, symmetric in plan:
         p_src, p_dst = _power_probs(rng, size[sl], a_src), _power_probs(rng, size[dl], a_dst)
         draw = _weighted_draw(rng, p_src, p_dst)
-        s, d = _sample_pairs(rng, size[dl], int(size[sl] * per_src), draw,
-                             same_label=sl == dl, symmetric=symmetric)
+        s, d = _sample_pairs(rng, size[dl], int(size[sl] * per_src), draw, same_label=sl == dl, symmetric=symmetric)
         props: Columns | None = None
         if rtype == "BINDS":
             props = {"affinity": ("DOUBLE", np.round(rng.uniform(4.0, 10.0, len(s)), 2).tolist())}
@@ -851,9 +1434,7 @@ def _domain(name: str) -> _Domain:
     try:
         return _DOMAINS[name]
     except KeyError:
-        raise ImportFormatError(
-            f"unknown demo domain {name!r}; choose one of {', '.join(DEMO_DOMAINS)}"
-        ) from None
+        raise ImportFormatError(f"unknown demo domain {name!r}; choose one of {', '.join(DEMO_DOMAINS)}") from None
 
 
 def generate(domain: str, seed: int = 0, scale: int | None = None) -> GraphData:

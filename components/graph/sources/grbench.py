@@ -176,9 +176,7 @@ def _float(text: str) -> float:
     return value
 
 
-_TOKENS = re.compile(
-    r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|-?Infinity|NaN'
-)
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|-?Infinity|NaN')
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -220,18 +218,15 @@ def _load_json(path: Path) -> tuple[Any, str, bool]:
     if not text.strip():
         raise ImportFormatError("the file is empty (expected a JSON object of '<type>_nodes' tables)", path=where)
     try:
-        raw = json.loads(
-            text, object_pairs_hook=_object, parse_constant=_constant, parse_int=_int, parse_float=_float
-        )
+        raw = json.loads(text, object_pairs_hook=_object, parse_constant=_constant, parse_int=_int, parse_float=_float)
     except json.JSONDecodeError as exc:
-        raise ImportFormatError(
-            f"invalid JSON: {exc.msg} (column {exc.colno})", path=where, line=exc.lineno
-        ) from None
+        raise ImportFormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=where, line=exc.lineno) from None
     except _BadNumber as exc:
         raise ImportFormatError(str(exc), path=where, line=_locate(text, literal=exc.literal)) from None
     except RecursionError:
         raise ImportFormatError(
-            f"JSON nested more than {MAX_JSON_DEPTH} levels deep", path=where,
+            f"JSON nested more than {MAX_JSON_DEPTH} levels deep",
+            path=where,
             line=_locate(text, depth=MAX_JSON_DEPTH),
         ) from None
     return raw, where, _SURROGATE_ESCAPE.search(text) is not None
@@ -249,9 +244,7 @@ def _check_nested(value: Any, at: str, depth: int, where: str, check_strings: bo
         item, item_at, level = todo.pop()
         if isinstance(item, (dict, list)):
             if level > MAX_JSON_DEPTH:
-                raise ImportFormatError(
-                    f"{at}: JSON nested more than {MAX_JSON_DEPTH} levels deep", path=where
-                )
+                raise ImportFormatError(f"{at}: JSON nested more than {MAX_JSON_DEPTH} levels deep", path=where)
             if isinstance(item, dict):
                 _no_duplicate(item, item_at, where)
                 todo.extend((v, f"{item_at}/{k}", level + 1) for k, v in item.items())
@@ -278,9 +271,7 @@ def _node_types(raw: Any, where: str, names: CatalogNames) -> list[_NodeType]:
         name = key[: -len(_SUFFIX)]
         label = _named(lambda: to_label(name), key, where)
         if label in labels:
-            raise ImportFormatError(
-                f"{key} and {labels[label]} both map to label {label}", path=where
-            )
+            raise ImportFormatError(f"{key} and {labels[label]} both map to label {label}", path=where)
         labels[label] = key
         _named(lambda: names.table(label, "label"), key, where)
         types.append(_NodeType(key, _norm(name), label, order, nodes))
@@ -439,9 +430,7 @@ def read_grbench(path: str | Path, *, missing_neighbors: str = "error") -> Graph
     ``<type>_nodes`` table; ``"skip"`` drops such entries and logs how many were dropped.
     """
     if missing_neighbors not in ("error", "skip"):
-        raise ImportFormatError(
-            f"missing_neighbors must be 'error' or 'skip', not {missing_neighbors!r}"
-        )
+        raise ImportFormatError(f"missing_neighbors must be 'error' or 'skip', not {missing_neighbors!r}")
     raw, where, check_strings = _load_json(Path(path))
     names = CatalogNames()
     types = _node_types(raw, where, names)
@@ -456,7 +445,12 @@ class _Reader:
     """Accumulates nodes and (deduplicated) relationships, one GRBench node at a time."""
 
     def __init__(
-        self, types: list[_NodeType], where: str, names: CatalogNames, *, skip_missing: bool,
+        self,
+        types: list[_NodeType],
+        where: str,
+        names: CatalogNames,
+        *,
+        skip_missing: bool,
         check_strings: bool,
     ) -> None:
         self.where = where
@@ -498,9 +492,7 @@ class _Reader:
             if self.skip_missing:
                 self.skipped += 1
                 return
-            raise ImportFormatError(
-                f"{at}: unknown node id {other!r} (in no *_nodes table)", path=self.where
-            )
+            raise ImportFormatError(f"{at}: unknown node id {other!r} (in no *_nodes table)", path=self.where)
         rtype, reverse = _named(lambda: self.resolve(nt, key, target), at, self.where)
         if rtype not in self.rel_types:
             _named(lambda: self.names.table(rtype, "relationship type"), at, self.where)
@@ -510,9 +502,7 @@ class _Reader:
 
     def result(self) -> GraphData:
         if self.skipped:
-            log.warning(
-                "%s: skipped %d neighbor ids found in no *_nodes table", self.where, self.skipped
-            )
+            log.warning("%s: skipped %d neighbor ids found in no *_nodes table", self.where, self.skipped)
         self.edges.emit(self.graph)
         return check_graph(self.graph, self.where, "the file is empty: its '<type>_nodes' tables hold no nodes")
 

@@ -27,7 +27,9 @@ def certify_env(tmp_path_factory: pytest.TempPathFactory):
         schema = backend.schema()
         qp = ReadOnlyQueryPath(backend, schema=schema)
         env[domain] = {
-            "qp": qp, "schema": schema, "fingerprint": backend.fingerprint(),
+            "qp": qp,
+            "schema": schema,
+            "fingerprint": backend.fingerprint(),
             "candidates": TemplateQuizzer(qp, schema, seed=0).generate(N),
         }
     load_graph(generate("academic", seed=1, scale=SCALE), root / "academic_drift")

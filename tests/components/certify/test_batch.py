@@ -17,8 +17,14 @@ from components.certify.batch import (
     read_candidate_lines,
 )
 
-GOOD = {"id": "c1", "question": "q?", "answer": "x", "answer_type": "entity", "final_program": "print(1)",
-        "evidence": []}
+GOOD = {
+    "id": "c1",
+    "question": "q?",
+    "answer": "x",
+    "answer_type": "entity",
+    "final_program": "print(1)",
+    "evidence": [],
+}
 
 BAD = {
     "non_json": (b"{not json", "bad_json"),
@@ -41,8 +47,10 @@ BAD = {
     "question_list": (json.dumps({**GOOD, "question": ["q"]}).encode(), "bad_field"),
     "trace_json_object": (json.dumps({**GOOD, "trace_json": json.dumps({"kind": "x"})}).encode(), "bad_json_field"),
     "meta_json_list": (json.dumps({**GOOD, "meta_json": "[1, 2]"}).encode(), "bad_json_field"),
-    "evidence_json_garbage": (json.dumps({**{k: v for k, v in GOOD.items() if k != "evidence"},
-                                          "evidence_json": "{oops"}).encode(), "bad_json_field"),
+    "evidence_json_garbage": (
+        json.dumps({**{k: v for k, v in GOOD.items() if k != "evidence"}, "evidence_json": "{oops"}).encode(),
+        "bad_json_field",
+    ),
     "meta_json_number": (json.dumps({**GOOD, "meta_json": 5}).encode(), "bad_json_field"),
     "unknown_failure": (json.dumps({"id": "c", "failure_reason": "gremlins"}).encode(), "bad_field"),
     "unknown_quizzer": (json.dumps({**GOOD, "quizzer": "oracle"}).encode(), "bad_field"),
@@ -52,8 +60,14 @@ BAD = {
 
 def test_every_malformed_line_gets_its_documented_code(tmp_path: Path) -> None:
     f = tmp_path / "c.jsonl"
-    f.write_bytes(b"\n".join([json.dumps(GOOD).encode()] + [raw for raw, _ in BAD.values()]
-                             + [json.dumps({"id": "failed", "failure_reason": "code_error"}).encode()]) + b"\n")
+    f.write_bytes(
+        b"\n".join(
+            [json.dumps(GOOD).encode()]
+            + [raw for raw, _ in BAD.values()]
+            + [json.dumps({"id": "failed", "failure_reason": "code_error"}).encode()]
+        )
+        + b"\n"
+    )
     lines = read_candidate_lines(f)
     assert len(lines) == len(BAD) + 2
     assert lines[0].ok and lines[-1].ok and lines[-1].candidate.failure_reason == "code_error"
@@ -90,21 +104,37 @@ def test_missing_unreadable_and_empty_files(tmp_path: Path) -> None:
     assert err.value.code == "empty_file" and err.value.code in FILE_ERRORS
 
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                     lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
-                     max_leaves=12)
-_FIELDS = st.fixed_dictionaries({}, optional={
-    "id": st.one_of(st.text(max_size=6), st.integers()), "question": _JSON, "answer": _JSON,
-    "answer_type": st.sampled_from(["entity", "set", "number", "boolean", "colour"]) | _JSON,
-    "final_program": st.sampled_from(["print(1)", "import json\nprint(json.dumps([1]))"]) | _JSON,
-    "evidence": st.lists(st.dictionaries(st.sampled_from(["id", "query", "rows", "columns", "params"]), _JSON,
-                                         max_size=5), max_size=2) | _JSON,
-    "evidence_json": st.text(max_size=30) | _JSON, "trace_json": st.text(max_size=30) | _JSON,
-    "meta_json": st.text(max_size=20) | _JSON, "answer_value": _JSON, "seed": _JSON,
-    "failure_reason": st.sampled_from([None, "code_error", "boom"]) | _JSON,
-})
-_LINE = st.one_of(_FIELDS.map(lambda d: json.dumps(d).encode()), _JSON.map(lambda v: json.dumps(v).encode()),
-                  st.binary(max_size=40).filter(lambda b: b"\n" not in b and b"\r" not in b))
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+    max_leaves=12,
+)
+_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "id": st.one_of(st.text(max_size=6), st.integers()),
+        "question": _JSON,
+        "answer": _JSON,
+        "answer_type": st.sampled_from(["entity", "set", "number", "boolean", "colour"]) | _JSON,
+        "final_program": st.sampled_from(["print(1)", "import json\nprint(json.dumps([1]))"]) | _JSON,
+        "evidence": st.lists(
+            st.dictionaries(st.sampled_from(["id", "query", "rows", "columns", "params"]), _JSON, max_size=5),
+            max_size=2,
+        )
+        | _JSON,
+        "evidence_json": st.text(max_size=30) | _JSON,
+        "trace_json": st.text(max_size=30) | _JSON,
+        "meta_json": st.text(max_size=20) | _JSON,
+        "answer_value": _JSON,
+        "seed": _JSON,
+        "failure_reason": st.sampled_from([None, "code_error", "boom"]) | _JSON,
+    },
+)
+_LINE = st.one_of(
+    _FIELDS.map(lambda d: json.dumps(d).encode()),
+    _JSON.map(lambda v: json.dumps(v).encode()),
+    st.binary(max_size=40).filter(lambda b: b"\n" not in b and b"\r" not in b),
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

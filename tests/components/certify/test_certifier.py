@@ -9,17 +9,22 @@ import pytest
 
 from components.certify import REASONS, STATUSES, UNDETERMINED, Certificate, certify
 from components.certify.faults import FAULTS, SNAPSHOT_FAULT, inject
-from components.quizzer.final import run_final_program
 from components.graph.sources.demo import DEMO_DOMAINS
 from components.quizzer.candidate import QACandidate
+from components.quizzer.final import run_final_program
 
 _CERTS: dict[str, list[tuple[QACandidate, Certificate]]] = {}
 
 
 def _certify(env, domain: str, cand: QACandidate, current: str | None = None) -> Certificate:
     e = env[domain]
-    return certify(cand, schema=e["schema"], query_path=e["qp"], snapshot_fingerprint=e["fingerprint"],
-                   current_fingerprint=current or e["fingerprint"])
+    return certify(
+        cand,
+        schema=e["schema"],
+        query_path=e["qp"],
+        snapshot_fingerprint=e["fingerprint"],
+        current_fingerprint=current or e["fingerprint"],
+    )
 
 
 def _untouched(env, domain: str):
@@ -39,13 +44,20 @@ def test_untouched_candidates_certify(certify_env, domain: str) -> None:
     assert len(ok) >= len(results) - 1
     counts = Counter(cert.status for _, cert in ok)
     false_rejects = counts["hard_failure"] / len(ok)
-    print(f"\n{domain}: {dict(counts)} partial reasons "
-          f"{dict(Counter(r for _, cert in ok if cert.status == 'partial' for r in cert.reasons))}")
+    print(
+        f"\n{domain}: {dict(counts)} partial reasons "
+        f"{dict(Counter(r for _, cert in ok if cert.status == 'partial' for r in cert.reasons))}"
+    )
     assert false_rejects <= 0.02, [(c.meta["template"], cert.to_json()) for c, cert in ok if not cert.certified]
     assert counts["strict"] > 0
     for _, cert in ok:
         assert cert.status in STATUSES
-        assert [ch.name for ch in cert.checks] == ["format_provenance_safety", "schema_static", "reexecution", "grounding"]
+        assert [ch.name for ch in cert.checks] == [
+            "format_provenance_safety",
+            "schema_static",
+            "reexecution",
+            "grounding",
+        ]
         if cert.status == "strict":
             assert cert.reasons == [] and all(ch.passed for ch in cert.checks)
         else:  # partial: checks 1–3 pass, grounding is undetermined for allow-listed reasons
@@ -68,10 +80,22 @@ def test_round_tripped_candidates_still_certify(certify_env) -> None:
 
 
 def test_reason_taxonomy_is_complete() -> None:
-    for reason in ("execution_failure", "schema_error", "direction_error", "answer_evidence_mismatch",
-                   "incomplete_evidence", "truncation_misuse", "snapshot_drift", "unsafe_query",
-                   "forged_evidence", "dialect_divergence", "result_mismatch", "format_error",
-                   "quizzer_failure", "hard_coded_answer"):
+    for reason in (
+        "execution_failure",
+        "schema_error",
+        "direction_error",
+        "answer_evidence_mismatch",
+        "incomplete_evidence",
+        "truncation_misuse",
+        "snapshot_drift",
+        "unsafe_query",
+        "forged_evidence",
+        "dialect_divergence",
+        "result_mismatch",
+        "format_error",
+        "quizzer_failure",
+        "hard_coded_answer",
+    ):
         assert reason in REASONS
     for fault in FAULTS.values():
         assert fault.expected <= set(REASONS if fault.outcome == "hard_failure" else UNDETERMINED)
@@ -119,11 +143,26 @@ def test_certify_many_equals_certify_one_by_one(certify_env) -> None:
     from components.certify import certify_many
 
     done: list[int] = []
-    many = certify_many(batch, schema=e["schema"], query_path=e["qp"], current_fingerprint=e["fingerprint"],
-                        workers=2, window=3, progress=done.append)
+    many = certify_many(
+        batch,
+        schema=e["schema"],
+        query_path=e["qp"],
+        current_fingerprint=e["fingerprint"],
+        workers=2,
+        window=3,
+        progress=done.append,
+    )
     assert len(many) == len(batch) and sum(done) == len(batch)
-    one = [certify(c, schema=e["schema"], query_path=e["qp"], current_fingerprint=e["fingerprint"],
-                   snapshot_fingerprint=c.meta.get("snapshot_fingerprint")) for c in batch]
+    one = [
+        certify(
+            c,
+            schema=e["schema"],
+            query_path=e["qp"],
+            current_fingerprint=e["fingerprint"],
+            snapshot_fingerprint=c.meta.get("snapshot_fingerprint"),
+        )
+        for c in batch
+    ]
     assert [(m.status, m.reasons) for m in many] == [(o.status, o.reasons) for o in one]
     assert many[-1].reasons == ["snapshot_drift"] and many[-2].reasons == ["quizzer_failure"]
     assert sum(m.status == "hard_failure" for m in many) >= 10

@@ -49,8 +49,12 @@ def test_format_errors_and_unsafe_queries(certify_env) -> None:
     c = _base(certify_env)
     c.evidence[0]["rows"] = [[1, 2, 3, 4, 5, 6, 7]]
     assert check_format_provenance_safety(c).reason == "format_error"
-    for unsafe in ("MATCH (n) DETACH DELETE n", "CALL db.labels() YIELD label RETURN label",
-                   "MATCH (n) RETURN apoc.text.join(['a'], ',')", "LOAD CSV FROM 'file:///x' AS r RETURN r"):
+    for unsafe in (
+        "MATCH (n) DETACH DELETE n",
+        "CALL db.labels() YIELD label RETURN label",
+        "MATCH (n) RETURN apoc.text.join(['a'], ',')",
+        "LOAD CSV FROM 'file:///x' AS r RETURN r",
+    ):
         result = check_format_provenance_safety(_with_query(_base(certify_env), unsafe))
         assert (result.verdict, result.reason) == ("fail", "unsafe_query"), unsafe
 

@@ -10,9 +10,9 @@ import pytest
 
 from components.certify.accuracy import THRESHOLDS, AccuracyReport, FaultStats, fault_accuracy
 from components.certify.dataset import (
+    CERTIFIED_DATASET,
     FUNNEL_RATES,
     CertifyConfig,
-    certify_fingerprint,
     funnel,
     funnel_chart,
     funnel_rates,
@@ -28,6 +28,7 @@ from components.graph.load import load_graph
 from components.graph.sources.demo import generate
 from components.quizzer.candidate import QACandidate
 from components.quizzer.template import TemplateQuizzer
+from components.store.artifact import Artifact
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +88,19 @@ def test_funnel_counts_add_up_and_render(demo) -> None:
 
 
 def test_judged_funnel_lists_every_verdict() -> None:
-    rows = [{"status": "strict", "reasons": [], "verdict": v, "leaked": False, "admitted": v == "accept"}
-            for v in ("accept", "accept", "reject", "uncertain")]
-    rows.append({"status": "hard_failure", "reasons": ["direction_error"], "verdict": "not_judged",
-                 "leaked": False, "admitted": False})
+    rows = [
+        {"status": "strict", "reasons": [], "verdict": v, "leaked": False, "admitted": v == "accept"}
+        for v in ("accept", "accept", "reject", "uncertain")
+    ]
+    rows.append(
+        {
+            "status": "hard_failure",
+            "reasons": ["direction_error"],
+            "verdict": "not_judged",
+            "leaked": False,
+            "admitted": False,
+        }
+    )
     d = dict(funnel(rows))
     assert (d["judge:accept"], d["judge:reject"], d["judge:uncertain"]) == (2, 1, 1)
     assert d["hard_failure:direction_error"] == 1 and d["admitted"] == 2
@@ -104,8 +114,10 @@ def test_the_admission_rule_and_the_funnel_it_shows() -> None:
     assert [admit(s, "skipped", False, opt_in) for s in ("strict", "partial", "hard_failure")] == [True, True, False]
     assert [admit("partial", v, False, on) for v in ("accept", "reject", "uncertain")] == [True, False, False]
     assert not admit("strict", "skipped", True, off) and not admit("strict", "accept", True, on)
-    rows = [{"status": st, "reasons": [], "verdict": "skipped", "leaked": lk, "admitted": admit(st, "skipped", lk, off)}
-            for st, lk in (("strict", False), ("partial", False), ("partial", True), ("strict", True))]
+    rows = [
+        {"status": st, "reasons": [], "verdict": "skipped", "leaked": lk, "admitted": admit(st, "skipped", lk, off)}
+        for st, lk in (("strict", False), ("partial", False), ("partial", True), ("strict", True))
+    ]
     d = dict(funnel(rows))
     assert (d["judge_off:partial_held_back"], d["leakage_dropped"], d["admitted"]) == (1, 2, 1)
     with pytest.raises(ValueError, match="admit_partial_without_judge"):
@@ -143,8 +155,13 @@ def test_a_blind_certifier_would_fail_the_report(demo) -> None:
     certifier._check_4 = lambda cand, ctx, results, checks: certifier._outcome(checks)
     try:
         with LadybugBackend(demo["db"]) as backend:
-            report = fault_accuracy(certified, schema=demo["schema"], query_path=ReadOnlyQueryPath(backend, schema=demo["schema"]),
-                                    fingerprint=demo["fp"], per_fault=2)
+            report = fault_accuracy(
+                certified,
+                schema=demo["schema"],
+                query_path=ReadOnlyQueryPath(backend, schema=demo["schema"]),
+                fingerprint=demo["fp"],
+                per_fault=2,
+            )
     finally:
         certifier._check_4 = original
     assert not report.passed
@@ -192,17 +209,29 @@ def test_leakage_recheck_flags_leaked_admitted_rows(demo) -> None:
 def test_config_validation_and_fingerprint(tmp_path: Path) -> None:
     assert CertifyConfig.from_dict({"judge": False}).judge == "off"  # YAML's bare `off`
     assert CertifyConfig.from_dict({"judge": True}).judge == "on"
-    for bad, match in (({"judge": "maybe"}, "judge"), ({"bands": {"nope": [0, 1]}}, "unknown funnel rate"),
-                       ({"bands": {"admitted_rate": [0.9, 0.1]}}, "band"), ({"colour": 1}, "unknown certify"),
-                       ({"fault_sample": -1}, "fault_sample")):
+    for bad, match in (
+        ({"judge": "maybe"}, "judge"),
+        ({"bands": {"nope": [0, 1]}}, "unknown funnel rate"),
+        ({"bands": {"admitted_rate": [0.9, 0.1]}}, "band"),
+        ({"colour": 1}, "unknown certify"),
+        ({"fault_sample": -1}, "fault_sample"),
+    ):
         with pytest.raises(ValueError, match=match):
             CertifyConfig.from_dict(bad)
     ev = tmp_path / "eval.jsonl"
     ev.write_text('{"question": "a", "answer": "b"}\n')
     cfg = CertifyConfig.from_dict({"eval_questions": "eval.jsonl"}, base=tmp_path)
     assert cfg.eval_questions == str(ev.resolve())
-    a = certify_fingerprint("cands", cfg)
-    assert a == certify_fingerprint("cands", cfg) != certify_fingerprint("other", cfg)
+
+    def fingerprint(cands: str, config: CertifyConfig) -> str:
+        inputs = {
+            "candidates": Artifact("qa_candidates", "d", cands, None),
+            "snapshot": Artifact("graph_snapshot", "d", "g", None),
+        }
+        return CERTIFIED_DATASET.fingerprint(inputs, config)
+
+    a = fingerprint("cands", cfg)
+    assert a == fingerprint("cands", cfg) != fingerprint("other", cfg)
     ev.write_text('{"question": "c", "answer": "d"}\n')  # a changed eval set is a new dataset
-    assert certify_fingerprint("cands", cfg) != a
-    assert certify_fingerprint("cands", CertifyConfig(judge="on")) != certify_fingerprint("cands", CertifyConfig())
+    assert fingerprint("cands", cfg) != a
+    assert fingerprint("cands", CertifyConfig(judge="on")) != fingerprint("cands", CertifyConfig())

@@ -51,11 +51,19 @@ def test_the_set_is_what_it_claims(outcomes) -> None:
     assert len(questions) >= 60 and len({q.id for q in questions}) == len(questions)
     per_question = Counter(c.question.id for c in valid)
     assert min(per_question.values()) >= 2 and sum(v == 3 for v in per_question.values()) >= 10
-    assert all(c.candidate.ok for c in valid), [(c.question.id, c.style, c.candidate.failure_detail)
-                                                for c in valid if not c.candidate.ok]
+    assert all(c.candidate.ok for c in valid), [
+        (c.question.id, c.style, c.candidate.failure_detail) for c in valid if not c.candidate.ok
+    ]
     kinds = Counter(c.kind for c in faults)
-    for kind in ("literal_right", "literal_wrong", "broad_listing", "broad_count", "added_limit",
-                 "node_internal_key", "comma_split"):
+    for kind in (
+        "literal_right",
+        "literal_wrong",
+        "broad_listing",
+        "broad_count",
+        "added_limit",
+        "node_internal_key",
+        "comma_split",
+    ):
         assert kinds[kind] >= 3, kinds
 
 
@@ -63,8 +71,10 @@ def test_valid_candidates_are_not_rejected(outcomes) -> None:
     h, *_, results = outcomes
     valid = [(c, cert) for c, cert in results if c.kind == "valid"]
     rejected = [(c.question.id, c.style, cert.reasons) for c, cert in valid if cert.status == "hard_failure"]
-    print(f"\nvalid: {len(valid)}, rejected {len(rejected)} ({len(rejected) / len(valid):.1%}), "
-          f"{dict(Counter(_got(cert) for _, cert in valid))}")
+    print(
+        f"\nvalid: {len(valid)}, rejected {len(rejected)} ({len(rejected) / len(valid):.1%}), "
+        f"{dict(Counter(_got(cert) for _, cert in valid))}"
+    )
     assert len(rejected) <= 0.02 * len(valid), rejected
     # and each gets the status the question file states (strict unless a reason is named)
     wrong = [(c.question.id, c.style, c.expect, _got(cert)) for c, cert in valid if not h.matches(c.expect, cert)]
@@ -74,13 +84,21 @@ def test_valid_candidates_are_not_rejected(outcomes) -> None:
 def test_every_fault_variant_gets_its_expected_outcome(outcomes) -> None:
     h, *_, results = outcomes
     for row in h.fault_table(results):
-        print(f"{row['kind']:18} {row['expect']:42} injected {row['injected']:3}  caught {row['caught']:3}  "
-              f"strict {row['strict']}")
+        print(
+            f"{row['kind']:18} {row['expect']:42} injected {row['injected']:3}  caught {row['caught']:3}  "
+            f"strict {row['strict']}"
+        )
         assert row["caught"] == row["injected"] and row["strict"] == 0, row["misses"]
 
 
 def test_a_comma_bearing_one_member_set_round_trips(outcomes) -> None:
     *_, results = outcomes
-    one = [(c, cert) for c, cert in results if c.kind == "valid" and c.question.answer_type == "set"
-           and len(c.candidate.answer_value) == 1 and "," in c.candidate.answer_value[0]]
+    one = [
+        (c, cert)
+        for c, cert in results
+        if c.kind == "valid"
+        and c.question.answer_type == "set"
+        and len(c.candidate.answer_value) == 1
+        and "," in c.candidate.answer_value[0]
+    ]
     assert one and all(cert.status == "strict" for _, cert in one)

@@ -20,19 +20,22 @@ def _cut(qp, query: str, params: dict | None = None):
     return cut_state(query, params or {}, res.rows, qp)
 
 
-@pytest.mark.parametrize(("query", "params", "state"), [
-    ("MATCH (p:Person) RETURN p.name", {}, "complete"),
-    ("MATCH (p:Person) RETURN p.name LIMIT 2", {}, "arbitrary"),              # no ORDER BY
-    ("MATCH (p:Person) RETURN p.name LIMIT 10", {}, "complete"),              # cuts nothing
-    ("MATCH (p:Person) RETURN p.name LIMIT 4", {}, "complete"),               # exactly all rows
-    ("MATCH (p:Person) RETURN p.name ORDER BY p.age DESC LIMIT 1", {}, "top"),  # key not projected
-    ("MATCH (p:Person) RETURN p.name AS n, p.age AS a ORDER BY a SKIP 1 LIMIT 2", {}, "top"),
-    ("MATCH (p:Person) RETURN p.name ORDER BY p.age LIMIT $k", {"k": 2}, "top"),
-    ("MATCH (p:Person)-[:LIVES_IN]->(c:City) RETURN c.name AS city ORDER BY city LIMIT 1", {}, "arbitrary"),  # tie
-    ("MATCH (p:Person)-[:LIVES_IN]->(c:City) RETURN DISTINCT c.name AS city ORDER BY city LIMIT 1", {}, "top"),
-    ("MATCH (p:Person) RETURN p.name SKIP 1", {}, "arbitrary"),
-    ("MATCH (p:Person) WITH p ORDER BY p.age LIMIT 2 RETURN p.name", {}, "unverifiable"),
-])
+@pytest.mark.parametrize(
+    ("query", "params", "state"),
+    [
+        ("MATCH (p:Person) RETURN p.name", {}, "complete"),
+        ("MATCH (p:Person) RETURN p.name LIMIT 2", {}, "arbitrary"),  # no ORDER BY
+        ("MATCH (p:Person) RETURN p.name LIMIT 10", {}, "complete"),  # cuts nothing
+        ("MATCH (p:Person) RETURN p.name LIMIT 4", {}, "complete"),  # exactly all rows
+        ("MATCH (p:Person) RETURN p.name ORDER BY p.age DESC LIMIT 1", {}, "top"),  # key not projected
+        ("MATCH (p:Person) RETURN p.name AS n, p.age AS a ORDER BY a SKIP 1 LIMIT 2", {}, "top"),
+        ("MATCH (p:Person) RETURN p.name ORDER BY p.age LIMIT $k", {"k": 2}, "top"),
+        ("MATCH (p:Person)-[:LIVES_IN]->(c:City) RETURN c.name AS city ORDER BY city LIMIT 1", {}, "arbitrary"),  # tie
+        ("MATCH (p:Person)-[:LIVES_IN]->(c:City) RETURN DISTINCT c.name AS city ORDER BY city LIMIT 1", {}, "top"),
+        ("MATCH (p:Person) RETURN p.name SKIP 1", {}, "arbitrary"),
+        ("MATCH (p:Person) WITH p ORDER BY p.age LIMIT 2 RETURN p.name", {}, "unverifiable"),
+    ],
+)
 def test_cut_state(qp, query: str, params: dict, state: str) -> None:
     assert _cut(qp, query, params).state == state
 
@@ -57,20 +60,33 @@ def test_direct_and_partial_answers(qp) -> None:
     # one value of a multi-row node result is a selection, never pooled into directness
     assert _direct(qp, nodes, 41, "number", "print(r.rows[1][0]['age'])") == "selected_from_broader_evidence"
     assert _direct(qp, nodes, 2, "number", "print(len(r.rows))") is None  # a row count
-    assert _direct(qp, "MATCH (p:Person)-[:LIVES_IN]->(c:City) RETURN c.name", 4, "number",
-                   "print(len(r.rows))") == "counted_duplicate_rows"
+    assert (
+        _direct(qp, "MATCH (p:Person)-[:LIVES_IN]->(c:City) RETURN c.name", 4, "number", "print(len(r.rows))")
+        == "counted_duplicate_rows"
+    )
     assert _direct(qp, nodes, True, "boolean", "print(len(r.rows) > 0)") is None
-    assert _direct(qp, "MATCH (p:Person) RETURN collect(p.name) AS names", ["Ann", "Bob", "Cat", "Dan"], "set",
-                   "print(sorted(r.rows[0][0]))") is None
+    assert (
+        _direct(
+            qp,
+            "MATCH (p:Person) RETURN collect(p.name) AS names",
+            ["Ann", "Bob", "Cat", "Dan"],
+            "set",
+            "print(sorted(r.rows[0][0]))",
+        )
+        is None
+    )
     listing = "MATCH (p:Person) RETURN p.name, p.age"
-    assert _direct(qp, listing, "Dan", "entity", "print(max(r.rows, key=lambda x: x[1])[0])") == \
-        "selected_from_broader_evidence"
-    assert _direct(qp, listing, 52, "number", "print(max(row[1] for row in r.rows))") == "selected_from_broader_evidence"
+    assert (
+        _direct(qp, listing, "Dan", "entity", "print(max(r.rows, key=lambda x: x[1])[0])")
+        == "selected_from_broader_evidence"
+    )
+    assert (
+        _direct(qp, listing, 52, "number", "print(max(row[1] for row in r.rows))") == "selected_from_broader_evidence"
+    )
     assert _direct(qp, listing, 156, "number", "print(sum(row[1] for row in r.rows))") == "derived_value"
     # the path's nodes are the values of a single path cell
     path = "MATCH p = (:Person {id: 'ann'})-[:KNOWS]->(:Person) RETURN p"
-    assert _direct(qp, path, ["Ann", "Bob"], "set",
-                   "print(sorted(n['name'] for n in r.rows[0][0]['nodes']))") is None
+    assert _direct(qp, path, ["Ann", "Bob"], "set", "print(sorted(n['name'] for n in r.rows[0][0]['nodes']))") is None
 
 
 def test_internal_keys_never_ground(qp) -> None:

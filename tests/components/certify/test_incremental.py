@@ -59,7 +59,14 @@ def graphs(tmp_path_factory: pytest.TempPathFactory):
 
 def test_part_fingerprints_name_exactly_the_changed_label(graphs) -> None:
     assert graphs["a"]["fp"] != graphs["b"]["fp"]
-    assert set(graphs["a"]["parts"]) == {"node:Author", "node:Paper", "node:Venue", "rel:CITES", "rel:PUBLISHED_IN", "rel:WROTE"}
+    assert set(graphs["a"]["parts"]) == {
+        "node:Author",
+        "node:Paper",
+        "node:Venue",
+        "rel:CITES",
+        "rel:PUBLISHED_IN",
+        "rel:WROTE",
+    }
     assert changed_parts(graphs["a"]["parts"], graphs["b"]["parts"]) == {"node:Venue"}
     assert changed_parts(graphs["a"]["parts"], graphs["a"]["parts"]) == set()
 
@@ -96,15 +103,21 @@ def test_rows_add_exactly_the_certificate_columns(graphs) -> None:
     assert set(row) - set(graphs["cands"][0].to_record()) == CERT_COLUMNS
 
 
-@pytest.mark.parametrize(("query", "reads"), [
-    ("MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN p.title", {"node:Author", "node:Paper", "rel:WROTE"}),
-    ("MATCH (a:Author) WHERE EXISTS { (a)-[:CITES]->(:Paper) } RETURN a", {"node:Author", "node:Paper", "rel:CITES"}),
-    ("MATCH (p:Paper)-[]->(x:Venue) RETURN x", {ALL}),             # any relationship type
-    ("MATCH (n) RETURN count(n)", {ALL}),                           # any label
-    ("MATCH (a:Author) RETURN a UNION MATCH (a) RETURN a", {ALL}),  # a rebinds across UNION
-    ("MATCH (a:Author|Paper) RETURN a", {ALL}),                     # a label expression
-    ("this is not cypher", {ALL}),
-])
+@pytest.mark.parametrize(
+    ("query", "reads"),
+    [
+        ("MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN p.title", {"node:Author", "node:Paper", "rel:WROTE"}),
+        (
+            "MATCH (a:Author) WHERE EXISTS { (a)-[:CITES]->(:Paper) } RETURN a",
+            {"node:Author", "node:Paper", "rel:CITES"},
+        ),
+        ("MATCH (p:Paper)-[]->(x:Venue) RETURN x", {ALL}),  # any relationship type
+        ("MATCH (n) RETURN count(n)", {ALL}),  # any label
+        ("MATCH (a:Author) RETURN a UNION MATCH (a) RETURN a", {ALL}),  # a rebinds across UNION
+        ("MATCH (a:Author|Paper) RETURN a", {ALL}),  # a label expression
+        ("this is not cypher", {ALL}),
+    ],
+)
 def test_query_reads_is_conservative(query: str, reads: set[str]) -> None:
     assert set(query_reads(query)) == reads
 
@@ -113,4 +126,7 @@ def test_affected_and_malformed_evidence() -> None:
     assert not affected({"node:Author"}, {"node:Venue"}) and affected({"node:Venue"}, {"node:Venue"})
     assert affected({ALL}, {"rel:CITES"}) and not affected({ALL}, set())
     assert candidate_reads("not a list") == {ALL} and candidate_reads([{"query": 3}]) == {ALL}
-    assert candidate_reads([{"query": "MATCH (v:Venue) RETURN v.name"}], ["MATCH (p:Paper) RETURN p"]) == {"node:Venue", "node:Paper"}
+    assert candidate_reads([{"query": "MATCH (v:Venue) RETURN v.name"}], ["MATCH (p:Paper) RETURN p"]) == {
+        "node:Venue",
+        "node:Paper",
+    }

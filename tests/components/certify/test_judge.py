@@ -4,7 +4,6 @@ combination rule, batching, and one run on a real tiny random model."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import pytest
 
@@ -16,39 +15,16 @@ from components.certify.judge import (
     judge_messages,
     parse_verdict,
 )
-from components.llm.base import (
-    ChatMessage,
-    Generation,
-    GenerationBackend,
-    SamplingParams,
+from components.llm.base import GenerationBackend
+from tests.doubles import ScriptedBackend
+
+MARKERS = (
+    "ZQX_TRACE_MARKER_91",
+    "ZQX_AXES_MARKER_37",
+    "ZQX_REASONING_MARKER_55",
+    "ZQX_NEIGHBOURHOOD_MARKER_12",
+    "ZQX_META_MARKER_44",
 )
-
-MARKERS = ("ZQX_TRACE_MARKER_91", "ZQX_AXES_MARKER_37", "ZQX_REASONING_MARKER_55",
-           "ZQX_NEIGHBOURHOOD_MARKER_12", "ZQX_META_MARKER_44")
-
-
-class ScriptedBackend:
-    """A GenerationBackend test double: returns scripted texts in order, records every prompt."""
-
-    name = "scripted"
-    model_name = "scripted"
-
-    def __init__(self, texts: Sequence[str], fail: bool = False) -> None:
-        self.texts = list(texts)
-        self.calls: list[list[list[ChatMessage]]] = []
-        self.fail = fail
-
-    def generate(self, conversations, params: SamplingParams) -> list[list[Generation]]:
-        self.calls.append([list(c) for c in conversations])
-        if self.fail:
-            raise RuntimeError("backend down")
-        out = []
-        for _ in conversations:
-            out.append([Generation(self.texts.pop(0), 10, 5, "eos")])
-        return out
-
-    def close(self) -> None:
-        pass
 
 
 def _marked(candidate):
@@ -106,28 +82,38 @@ def test_preview_is_bounded(candidates) -> None:
     assert inp.structure[0]["ok"] is True
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("checks ok\nVERDICT: accept", "accept"),
-    ("VERDICT: REJECT", "reject"),
-    ("verdict :   Uncertain.", "uncertain"),
-    ("**Verdict:** Accepted", "accept"),
-    ("VERDICT: reject\nOn reflection...\nVERDICT: accept", "accept"),
-    ("VERDICT: accept\nVERDICT: reject", "reject"),
-    ("I accept this pair.", "uncertain"),
-    ("", "uncertain"),
-    ("VERDICT: maybe", "uncertain"),
-    ("\x00\ufffd garbage ### verdict", "uncertain"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("checks ok\nVERDICT: accept", "accept"),
+        ("VERDICT: REJECT", "reject"),
+        ("verdict :   Uncertain.", "uncertain"),
+        ("**Verdict:** Accepted", "accept"),
+        ("VERDICT: reject\nOn reflection...\nVERDICT: accept", "accept"),
+        ("VERDICT: accept\nVERDICT: reject", "reject"),
+        ("I accept this pair.", "uncertain"),
+        ("", "uncertain"),
+        ("VERDICT: maybe", "uncertain"),
+        ("\x00\ufffd garbage ### verdict", "uncertain"),
+    ],
+)
 def test_parse_verdict(text: str, expected: str) -> None:
     assert parse_verdict(text) == expected
 
 
-@pytest.mark.parametrize("s1, s2, final", [
-    ("accept", "accept", "accept"), ("accept", "reject", "reject"), ("reject", "accept", "reject"),
-    ("accept", "uncertain", "uncertain"), ("uncertain", "accept", "uncertain"),
-    ("uncertain", "reject", "reject"), ("uncertain", "uncertain", "uncertain"),
-    ("reject", "skipped", "reject"),
-])
+@pytest.mark.parametrize(
+    "s1, s2, final",
+    [
+        ("accept", "accept", "accept"),
+        ("accept", "reject", "reject"),
+        ("reject", "accept", "reject"),
+        ("accept", "uncertain", "uncertain"),
+        ("uncertain", "accept", "uncertain"),
+        ("uncertain", "reject", "reject"),
+        ("uncertain", "uncertain", "uncertain"),
+        ("reject", "skipped", "reject"),
+    ],
+)
 def test_combination_rule(s1: str, s2: str, final: str) -> None:
     assert combine_verdicts(s1, s2) == final
 
@@ -135,13 +121,14 @@ def test_combination_rule(s1: str, s2: str, final: str) -> None:
 def test_stages_batched_and_short_circuit(candidates) -> None:
     c = candidates[:3]
     # stage 1: accept, reject, garbage; stage 2 only for the two not rejected: reject, accept
-    backend = ScriptedBackend(["VERDICT: accept", "VERDICT: reject", "blah",
-                               "VERDICT: reject", "VERDICT: accept"])
+    backend = ScriptedBackend(["VERDICT: accept", "VERDICT: reject", "blah", "VERDICT: reject", "VERDICT: accept"])
     vs = SemanticJudge(backend, max_new_tokens=32, seed=3).judge(c)
     assert [len(call) for call in backend.calls] == [3, 2]
     assert [(v.stage1, v.stage2, v.verdict) for v in vs] == [
-        ("accept", "reject", "reject"), ("reject", "skipped", "reject"),
-        ("uncertain", "accept", "uncertain")]
+        ("accept", "reject", "reject"),
+        ("reject", "skipped", "reject"),
+        ("uncertain", "accept", "uncertain"),
+    ]
     assert vs[0].prompt_tokens == 20 and vs[1].completion_tokens == 5
     j = vs[0].to_json()
     assert j["verdict"] == "reject" and j["stage1_text"] == "VERDICT: accept" and j["error"] is None

@@ -15,7 +15,6 @@ from components.graph.load import load_graph
 from components.graph.sources.demo import generate
 from components.quizzer.template import TemplateQuizzer
 
-
 _DB: dict[str, str] = {}
 
 
@@ -44,7 +43,9 @@ def test_fanout_estimates_follow_the_traversed_direction(certified) -> None:
     (papers_per_venue,) = estimate_rounds(back, schema, "Venue")
     counts = {t.source: t.count for t in schema.types["PUBLISHED_IN"].triples}
     assert papers_per_venue == round(counts["Paper"] / schema.labels["Venue"].count) > 1
-    two_hop = [features_json("MATCH (a:Author {id: $id})-[:WROTE]->(p:Paper)-[:PUBLISHED_IN]->(v:Venue) RETURN v.name", schema)]
+    two_hop = [
+        features_json("MATCH (a:Author {id: $id})-[:WROTE]->(p:Paper)-[:PUBLISHED_IN]->(v:Venue) RETURN v.name", schema)
+    ]
     assert estimate_rounds(two_hop, schema, "Author") == [papers_per_author, 1]
     assert estimate_rounds([{"ok": False}], schema, "Author") == [1]
 
@@ -78,8 +79,9 @@ def test_teacher_trajectories_replay_certified_programs(certified) -> None:
     broken = dict(admitted[0], id="broken", final_program="raise RuntimeError('no')")
     with LadybugBackend(_DB["path"]) as b:
         qp = ReadOnlyQueryPath(b, schema=schema)
-        records, dropped = certified_teacher_records(admitted + [broken], lambda: PythonCypherEnvironment(qp, schema),
-                                                     smollm2_tokenizer())
+        records, dropped = certified_teacher_records(
+            admitted + [broken], lambda: PythonCypherEnvironment(qp, schema), smollm2_tokenizer()
+        )
     assert [d["id"] for d in dropped] == ["broken"] and len(records) == len(admitted)
     for rec, row in zip(records, admitted, strict=True):
         s = rec.stats

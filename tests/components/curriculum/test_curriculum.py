@@ -11,8 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.curriculum import sampler as sampler_module
-from components.curriculum import splits as splits_module
 from components.curriculum import (
     CurriculumConfig,
     CurriculumSampler,
@@ -23,6 +21,8 @@ from components.curriculum import (
     level_probabilities,
     round_kinds,
 )
+from components.curriculum import sampler as sampler_module
+from components.curriculum import splits as splits_module
 
 
 @pytest.mark.parametrize("module", [sampler_module, splits_module])
@@ -40,7 +40,7 @@ def test_rounds_and_levels() -> None:
 
 def _hand_g(progress: float) -> list[float]:
     """By hand: K = 3 levels, κ = 3, σ = 0.75 → 2σ² = 1.125, μ = progress³·2."""
-    mu = progress ** 3 * 2
+    mu = progress**3 * 2
     w = [math.exp(-((k - mu) ** 2) / 1.125) for k in range(3)]
     return [x / sum(w) for x in w]
 
@@ -49,7 +49,9 @@ def test_sampler_distributions_at_start_middle_end() -> None:
     total = 101  # progress t/(T-1): 0, 0.5, 1
     # t = 0: μ = 0, weights 1, e^{-1/1.125}, e^{-4/1.125}; η = 0.2
     assert gaussian_schedule(0, total) == pytest.approx([0.69460, 0.28556, 0.01984], abs=1e-5)
-    assert level_probabilities(0, total) == pytest.approx([0.8 * 0.69460 + 0.1, 0.8 * 0.28556 + 0.1, 0.8 * 0.01984], abs=1e-5)
+    assert level_probabilities(0, total) == pytest.approx(
+        [0.8 * 0.69460 + 0.1, 0.8 * 0.28556 + 0.1, 0.8 * 0.01984], abs=1e-5
+    )
     # t = 50: μ = 0.25, η = 0.5
     g = _hand_g(0.5)
     assert g == pytest.approx([0.58457, 0.37481, 0.04062], abs=1e-5)
@@ -58,10 +60,16 @@ def test_sampler_distributions_at_start_middle_end() -> None:
     assert level_probabilities(50, total) == pytest.approx([0.5 * g[0] + 0.25, 0.5 * g[1] + 0.25, 0.5 * g[2]])
     # t = T - 1: μ = 2 (all Hard-centred), η = 0.8
     assert gaussian_schedule(100, total) == pytest.approx([0.01984, 0.28556, 0.69460], abs=1e-5)
-    assert level_probabilities(100, total) == pytest.approx([0.2 * 0.01984 + 0.4, 0.2 * 0.28556 + 0.4, 0.2 * 0.69460], abs=1e-5)
+    assert level_probabilities(100, total) == pytest.approx(
+        [0.2 * 0.01984 + 0.4, 0.2 * 0.28556 + 0.4, 0.2 * 0.69460], abs=1e-5
+    )
     # an empty level is removed and the rest renormalised
     p = level_probabilities(0, total, available=(True, False, True))
-    assert p[1] == 0.0 and sum(p) == pytest.approx(1.0) and p[0] / p[2] == pytest.approx((0.8 * 0.69460 + 0.1) / (0.8 * 0.01984), rel=1e-4)
+    assert (
+        p[1] == 0.0
+        and sum(p) == pytest.approx(1.0)
+        and p[0] / p[2] == pytest.approx((0.8 * 0.69460 + 0.1) / (0.8 * 0.01984), rel=1e-4)
+    )
     with pytest.raises(ValueError):
         level_probabilities(0, total, available=(False, False, False))
     with pytest.raises(ValueError, match="no items"):
@@ -92,8 +100,10 @@ def test_sampler_draws_follow_p_and_checkpoint_resumes_exactly() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.lists(st.sampled_from("abcdefghij"), min_size=1, max_size=3), min_size=1, max_size=40),
-       st.integers(0, 1000))
+@given(
+    st.lists(st.lists(st.sampled_from("abcdefghij"), min_size=1, max_size=3), min_size=1, max_size=40),
+    st.integers(0, 1000),
+)
 def test_no_entity_crosses_splits(entity_lists, seed) -> None:
     items = [(f"q{i}", ents) for i, ents in enumerate(entity_lists)]
     ood = {"q0"}

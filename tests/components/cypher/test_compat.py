@@ -14,7 +14,6 @@ from components.cypher.parse import parse_query
 from components.cypher.query_path import ReadOnlyQueryPath
 from components.graph.errors import DialectError, QueryExecutionError
 from components.graph.ladybug import LadybugBackend
-
 from tests.components.cypher.conftest import KNOWS, NAMES, trails
 
 
@@ -57,9 +56,7 @@ def test_variable_length_paths_are_trails(path: ReadOnlyQueryPath) -> None:
     got = column(path, "MATCH (:Person {name: 'Alice'})-[:KNOWS*1..5]->(b) RETURN b.name")
     expected = [NAMES[KNOWS[t[-1]][1]] for t in trails("p1", 1, 5)]
     assert Counter(got) == Counter(expected)
-    assert "* TRAIL 1..5" in path.prepare(
-        "MATCH (:Person {name: 'Alice'})-[:KNOWS*1..5]->(b) RETURN b.name"
-    )
+    assert "* TRAIL 1..5" in path.prepare("MATCH (:Person {name: 'Alice'})-[:KNOWS*1..5]->(b) RETURN b.name")
 
 
 def test_zero_length_lower_bound(path: ReadOnlyQueryPath) -> None:
@@ -68,17 +65,13 @@ def test_zero_length_lower_bound(path: ReadOnlyQueryPath) -> None:
 
 
 def test_fixed_and_variable_length_relationships_are_distinct(path: ReadOnlyQueryPath) -> None:
-    (count,) = one(
-        path, "MATCH (a:Person)-[r:KNOWS]->(b:Person)-[:KNOWS*1..3]->(c:Person) RETURN count(*)"
-    )
+    (count,) = one(path, "MATCH (a:Person)-[r:KNOWS]->(b:Person)-[:KNOWS*1..3]->(c:Person) RETURN count(*)")
     assert count == sum(1 for _ in trails(None, 2, 4))
 
 
 def test_two_variable_length_relationships_are_distinct(path: ReadOnlyQueryPath) -> None:
     (count,) = one(path, "MATCH (a)-[:KNOWS*1..2]->(b)-[:KNOWS*1..2]->(c) RETURN count(*)")
-    expected = sum(
-        sum(1 for k in range(1, 3) if 1 <= len(t) - k <= 2) for t in trails(None, 2, 4)
-    )
+    expected = sum(sum(1 for k in range(1, 3) if 1 <= len(t) - k <= 2) for t in trails(None, 2, 4))
     assert count == expected
 
 
@@ -109,9 +102,7 @@ def test_order_survives_a_following_aggregation(path: ReadOnlyQueryPath, backend
     assert raw != 37.5  # Ladybug alone drops the ORDER BY and averages two arbitrary people
     assert one(path, query) == (37.5,)  # Dave (40) and Carol (35)
     assert one(path, "MATCH (p:Person) WITH p.age AS a ORDER BY a SKIP 3 RETURN sum(a)") == (75,)
-    assert one(
-        path, "MATCH (p:Person) WITH DISTINCT p.age AS a ORDER BY a DESC LIMIT 2 RETURN sum(a)"
-    ) == (75,)
+    assert one(path, "MATCH (p:Person) WITH DISTINCT p.age AS a ORDER BY a DESC LIMIT 2 RETURN sum(a)") == (75,)
 
 
 def test_order_feeds_collect(path: ReadOnlyQueryPath) -> None:
@@ -121,8 +112,7 @@ def test_order_feeds_collect(path: ReadOnlyQueryPath) -> None:
     )
     got = rows(
         path,
-        "MATCH (p:Person)-[:KNOWS]->(q) WITH p, q ORDER BY q.age DESC "
-        "RETURN p.name, collect(q.name) ORDER BY p.name",
+        "MATCH (p:Person)-[:KNOWS]->(q) WITH p, q ORDER BY q.age DESC RETURN p.name, collect(q.name) ORDER BY p.name",
     )
     assert got == [
         ("Alice", ["Carol", "Eve", "Bob"]),
@@ -158,16 +148,12 @@ def test_all_shortest_paths(path: ReadOnlyQueryPath) -> None:
 
 
 def test_type_becomes_label(path: ReadOnlyQueryPath) -> None:
-    got = rows(
-        path, "MATCH (:Person {name: 'Alice'})-[r]->(x) RETURN type(r) AS t, x.name ORDER BY t, x.name"
-    )
+    got = rows(path, "MATCH (:Person {name: 'Alice'})-[r]->(x) RETURN type(r) AS t, x.name ORDER BY t, x.name")
     assert got == [("KNOWS", "Bob"), ("KNOWS", "Carol"), ("KNOWS", "Eve"), ("LIVES_IN", "Paris")]
 
 
 def test_labels_id_and_element_id(path: ReadOnlyQueryPath) -> None:
-    labels, node_id, element_id = one(
-        path, "MATCH (n:City {name: 'Rome'}) RETURN labels(n), id(n), elementId(n)"
-    )
+    labels, node_id, element_id = one(path, "MATCH (n:City {name: 'Rome'}) RETURN labels(n), id(n), elementId(n)")
     assert labels == ["City"] and isinstance(node_id, int) and isinstance(element_id, str)
     assert one(path, "MATCH (n:City {name: 'Rome'}) RETURN id(n)") == (node_id,)  # deterministic
     ids = column(path, "MATCH (n) RETURN id(n)")
@@ -282,8 +268,10 @@ def test_list_indexes_and_slices_follow_neo4j(path: ReadOnlyQueryPath) -> None:
     assert list(got) == expected
     # positions that are not literals: parameters, same semantics
     got = column(
-        path, "UNWIND $pairs AS p WITH p, $l AS l RETURN l[p[0]..p[1]]",
-        pairs=[[1, 3], [-2, 9], [0, -1], [-9, 2]], l=data,
+        path,
+        "UNWIND $pairs AS p WITH p, $l AS l RETURN l[p[0]..p[1]]",
+        pairs=[[1, 3], [-2, 9], [0, -1], [-9, 2]],
+        l=data,
     )
     assert got == [data[1:3], data[-2:9], data[0:-1], data[-9:2]]
     assert column(path, "UNWIND [0, 2, -1] AS i RETURN $l[i]", l=data) == [10, 30, 50]
@@ -301,19 +289,26 @@ def test_pattern_predicates_and_count_subqueries(path: ReadOnlyQueryPath) -> Non
         path,
         "MATCH (a:Person) WHERE (a)-[:LIVES_IN]->(:City {name: 'Paris'}) RETURN a.name ORDER BY a.name",
     ) == ["Alice", "Bob"]
-    assert column(
-        path, "MATCH (a:Person) WHERE NOT (a)-[:LIVES_IN]->() RETURN a.name ORDER BY a.name"
-    ) == ["Dave", "Eve"]
-    assert rows(
-        path, "MATCH (a:Person) RETURN a.name, COUNT { (a)-[:KNOWS]->() } AS k ORDER BY a.name"
-    ) == [("Alice", 3), ("Bob", 2), ("Carol", 1), ("Dave", 0), ("Eve", 1)]
+    assert column(path, "MATCH (a:Person) WHERE NOT (a)-[:LIVES_IN]->() RETURN a.name ORDER BY a.name") == [
+        "Dave",
+        "Eve",
+    ]
+    assert rows(path, "MATCH (a:Person) RETURN a.name, COUNT { (a)-[:KNOWS]->() } AS k ORDER BY a.name") == [
+        ("Alice", 3),
+        ("Bob", 2),
+        ("Carol", 1),
+        ("Dave", 0),
+        ("Eve", 1),
+    ]
     assert column(
         path,
-        "MATCH (a:Person) WHERE EXISTS { MATCH (a)-[:KNOWS]->(b) WHERE b.age > 35 } "
-        "RETURN a.name ORDER BY a.name",
+        "MATCH (a:Person) WHERE EXISTS { MATCH (a)-[:KNOWS]->(b) WHERE b.age > 35 } RETURN a.name ORDER BY a.name",
     ) == ["Carol", "Eve"]
     assert column(path, "MATCH (a:Person) WHERE exists(a.tags) RETURN a.name ORDER BY a.name") == [
-        "Alice", "Bob", "Carol", "Dave",
+        "Alice",
+        "Bob",
+        "Carol",
+        "Dave",
     ]
 
 
@@ -377,9 +372,7 @@ def test_return_columns_are_named_like_neo4j(path: ReadOnlyQueryPath) -> None:
 
 
 def test_return_star_is_expanded_in_name_order(path: ReadOnlyQueryPath) -> None:
-    result = path.run(
-        "MATCH (b:Person {name: 'Bob'})-[r:KNOWS]->(a:Person {name: 'Carol'}) RETURN *"
-    )
+    result = path.run("MATCH (b:Person {name: 'Bob'})-[r:KNOWS]->(a:Person {name: 'Carol'}) RETURN *")
     assert result.columns == ("a", "b", "r")
     text = path.prepare("MATCH (x)-[:KNOWS]->(y)<-[:KNOWS]-(z) RETURN *")
     assert "RETURN x AS x, y AS y, z AS z" in text  # generated variables stay hidden

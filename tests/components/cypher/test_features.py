@@ -36,9 +36,7 @@ SCHEMA = GraphSchema.build(
         RelType("WROTE", (Triple("Author", "WROTE", "Paper"),)),
         RelType("CITES", (Triple("Paper", "CITES", "Paper"),)),
         RelType("PUBLISHED_IN", (Triple("Paper", "PUBLISHED_IN", "Venue"),)),
-        RelType(
-            "AFFILIATED", (Triple("Author", "AFFILIATED", "Venue"), Triple("Paper", "AFFILIATED", "Venue"))
-        ),
+        RelType("AFFILIATED", (Triple("Author", "AFFILIATED", "Venue"), Triple("Paper", "AFFILIATED", "Venue"))),
     ],
 )
 
@@ -81,13 +79,9 @@ def test_one_hop_property() -> None:
 
 
 def test_multi_hop_distinct_set() -> None:
-    d = ok(
-        "MATCH (a:Author {name: $name})-[:WROTE]->(p:Paper)-[:CITES]->(q:Paper) "
-        "RETURN DISTINCT q.title"
-    )
+    d = ok("MATCH (a:Author {name: $name})-[:WROTE]->(p:Paper)-[:CITES]->(q:Paper) RETURN DISTINCT q.title")
     assert Counter(d.patterns) == Counter(
-        [PatternFeature("Author", "WROTE", "Paper", 1, 1, True),
-         PatternFeature("Paper", "CITES", "Paper", 1, 1, True)]
+        [PatternFeature("Author", "WROTE", "Paper", 1, 1, True), PatternFeature("Paper", "CITES", "Paper", 1, 1, True)]
     )
     # q is the CITES target: Paper#1 or Paper#2 is decided structurally, not by name
     assert d.returns in (("Paper#1.title",), ("Paper#2.title",))
@@ -108,8 +102,7 @@ def test_var_length_is_multi_hop() -> None:
 
 def test_intersection() -> None:
     d = ok(
-        "MATCH (a:Author {name: 'Ada'})-[:WROTE]->(p:Paper)<-[:WROTE]-(b:Author) "
-        "WHERE b.name = 'Bob' RETURN p.title"
+        "MATCH (a:Author {name: 'Ada'})-[:WROTE]->(p:Paper)<-[:WROTE]-(b:Author) WHERE b.name = 'Bob' RETURN p.title"
     )
     assert d.patterns == (W("Author,WROTE,Paper"),) * 2
     assert Counter(d.nodes)[NodeFeature("Author", "name")] == 2
@@ -137,10 +130,7 @@ def test_comparison_boolean() -> None:
 
 
 def test_optional_match_aggregation() -> None:
-    d = ok(
-        "MATCH (a:Author {name: 'Ada'}) OPTIONAL MATCH (a)-[:WROTE]->(p:Paper) "
-        "RETURN a.name, count(p) AS n"
-    )
+    d = ok("MATCH (a:Author {name: 'Ada'}) OPTIONAL MATCH (a)-[:WROTE]->(p:Paper) RETURN a.name, count(p) AS n")
     assert d.returns == ("Author#1.name", "count(Paper#1)")
     assert d.shape == ("property", "aggregate")
     assert Counter(d.ops) == Counter(["filter", "optional", "aggregation", "count"])
@@ -148,10 +138,7 @@ def test_optional_match_aggregation() -> None:
 
 
 def test_shortest_path() -> None:
-    d = ok(
-        "MATCH p = shortestPath((a:Author {name: 'A'})-[:WROTE|CITES*..6]-(b:Author {name: 'B'})) "
-        "RETURN length(p)"
-    )
+    d = ok("MATCH p = shortestPath((a:Author {name: 'A'})-[:WROTE|CITES*..6]-(b:Author {name: 'B'})) RETURN length(p)")
     assert d.patterns == (PatternFeature("Author", "CITES|WROTE", "Author", 1, 6, False),)
     assert d.returns == ("length(path#1)",)
     assert d.shape == ("expression",)
@@ -164,8 +151,7 @@ def test_shortest_path() -> None:
 
 def test_ranking() -> None:
     d = ok(
-        "MATCH (a:Author)-[:WROTE]->(p:Paper) WITH a, count(p) AS n "
-        "ORDER BY n DESC LIMIT 3 RETURN a.name AS name, n"
+        "MATCH (a:Author)-[:WROTE]->(p:Paper) WITH a, count(p) AS n ORDER BY n DESC LIMIT 3 RETURN a.name AS name, n"
     )
     assert d.returns == ("Author#1.name", "count(Paper#1)")
     assert d.shape == ("property", "aggregate")
@@ -175,9 +161,7 @@ def test_ranking() -> None:
     assert d.return_family == "ranking"
     # same query written with the ORDER BY in the RETURN: same contract and family
     d2 = ok("MATCH (x:Author)-[:WROTE]->(y:Paper) RETURN x.name, count(y) AS c ORDER BY c DESC LIMIT 3")
-    assert (d2.returns, d2.order, d2.limit, d2.return_family) == (
-        d.returns, d.order, d.limit, d.return_family
-    )
+    assert (d2.returns, d2.order, d2.limit, d2.return_family) == (d.returns, d.order, d.limit, d.return_family)
 
 
 def test_boolean_exists_and_count_comparison() -> None:
@@ -335,14 +319,14 @@ def test_unlabelled_endpoints_from_schema() -> None:
     assert {f.source for f in bare.patterns} == {"*"}
     d = ok(q, SCHEMA)
     assert Counter(d.patterns) == Counter(
-        [PatternFeature("Author", "WROTE", "Paper", 1, 1, True),
-         PatternFeature("Paper", "PUBLISHED_IN", "Venue", 1, 1, True)]
+        [
+            PatternFeature("Author", "WROTE", "Paper", 1, 1, True),
+            PatternFeature("Paper", "PUBLISHED_IN", "Venue", 1, 1, True),
+        ]
     )
     assert d.returns == ("Venue#1.name",)
     assert PropertyFeature("Author", "name") in d.properties
-    assert d == ok(
-        "MATCH (v:Venue)<-[:PUBLISHED_IN]-(p:Paper)<-[:WROTE]-(a:Author {name: 'Ada'}) RETURN v.name"
-    )
+    assert d == ok("MATCH (v:Venue)<-[:PUBLISHED_IN]-(p:Paper)<-[:WROTE]-(a:Author {name: 'Ada'}) RETURN v.name")
     # undirected CITES: Paper on both sides
     und = ok("MATCH (x)-[:CITES]-(y) RETURN y", SCHEMA)
     assert und.patterns == (PatternFeature("Paper", "CITES", "Paper", 1, 1, False),)
@@ -397,14 +381,11 @@ def test_garbage_never_crashes_or_fakes_success(text: str) -> None:
     if isinstance(d, Derivation):
         assert d.shape and len(d.returns) == d.columns  # a success always has a RETURN
     else:
-        assert d.code in {"empty_query", "syntax_error", "unsafe_query", "dialect_divergence",
-                          "unsupported"}
+        assert d.code in {"empty_query", "syntax_error", "unsafe_query", "dialect_divergence", "unsupported"}
 
 
 def test_json_round_trip() -> None:
-    j = features_json(
-        "MATCH (a:Author)-[:WROTE*2]->(p) RETURN a.name ORDER BY a.name LIMIT 2", SCHEMA
-    )
+    j = features_json("MATCH (a:Author)-[:WROTE*2]->(p) RETURN a.name ORDER BY a.name LIMIT 2", SCHEMA)
     assert j["ok"] and json.loads(json.dumps(j)) == j
     assert j["patterns"] == [["Author", "WROTE", "Paper", 2, 2, True]]
     assert j["shape"] == {"columns": 1, "kinds": ["property"]}
@@ -413,34 +394,95 @@ def test_json_round_trip() -> None:
 
 # -- property-based invariance ---------------------------------------------------------------
 
-_KEYWORDS = {"as", "by", "in", "is", "on", "or", "and", "not", "xor", "end", "case", "when",
-             "then", "else", "null", "true", "false", "match", "return", "where", "with",
-             "order", "limit", "skip", "asc", "desc", "all", "any", "none", "single", "union",
-             "unwind", "optional", "distinct", "exists", "count", "contains", "starts", "ends",
-             "call", "yield", "set", "create", "delete", "merge", "remove", "detach", "filter",
-             "extract", "reduce", "shortestpath", "allshortestpaths", "ascending", "descending",
-             "for", "use", "let", "next", "finish", "insert", "search", "group", "shortest"}
+_KEYWORDS = {
+    "as",
+    "by",
+    "in",
+    "is",
+    "on",
+    "or",
+    "and",
+    "not",
+    "xor",
+    "end",
+    "case",
+    "when",
+    "then",
+    "else",
+    "null",
+    "true",
+    "false",
+    "match",
+    "return",
+    "where",
+    "with",
+    "order",
+    "limit",
+    "skip",
+    "asc",
+    "desc",
+    "all",
+    "any",
+    "none",
+    "single",
+    "union",
+    "unwind",
+    "optional",
+    "distinct",
+    "exists",
+    "count",
+    "contains",
+    "starts",
+    "ends",
+    "call",
+    "yield",
+    "set",
+    "create",
+    "delete",
+    "merge",
+    "remove",
+    "detach",
+    "filter",
+    "extract",
+    "reduce",
+    "shortestpath",
+    "allshortestpaths",
+    "ascending",
+    "descending",
+    "for",
+    "use",
+    "let",
+    "next",
+    "finish",
+    "insert",
+    "search",
+    "group",
+    "shortest",
+}
 
-names = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(
-    lambda s: s not in _KEYWORDS
-)
+names = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(lambda s: s not in _KEYWORDS)
 
 #: Templates over the variables {a}, {b}, {c}, {d}, {r}.
 TEMPLATES = [
-    ("MATCH ({a}:Author {{name: 'A'}})-[:WROTE]->({b}:Paper)<-[:WROTE]-({c}:Author) "
-     "WHERE {c}.name = 'B' RETURN {b}.title AS {d}"),
-    ("MATCH ({a}:Author)-[{r}:WROTE]->({b}:Paper) WITH {a}, count({b}) AS {d} "
-     "ORDER BY {d} DESC LIMIT 5 RETURN {a}.name, {d}"),
-    ("MATCH ({a}:Paper)-[:CITES]->({b}:Paper)-[:CITES]->({c}:Paper) "
-     "RETURN {a}.title, {c}.title ORDER BY {c}.year"),
-    ("MATCH ({a}:Author), ({b}:Author) WHERE {a}.name = 'X' AND {b}.name = 'Y' "
-     "RETURN {a}.id < {b}.id AS {d}"),
-    ("MATCH ({a}:Author {{name: 'A'}}) OPTIONAL MATCH ({a})-[{r}:WROTE]->({b}) "
-     "RETURN {a}.name, collect(DISTINCT {b}.title) AS {d}"),
-    ("MATCH {d} = shortestPath(({a}:Author {{id: 1}})-[*..4]-({b}:Author {{id: 2}})) "
-     "RETURN [{c} IN nodes({d}) | {c}.id] AS ids"),
-    ("MATCH ({a}:Paper) WHERE EXISTS {{ ({a})<-[:WROTE]-({b}:Author) }} "
-     "UNWIND [1, 2] AS {c} RETURN {a}.title, {c}"),
+    (
+        "MATCH ({a}:Author {{name: 'A'}})-[:WROTE]->({b}:Paper)<-[:WROTE]-({c}:Author) "
+        "WHERE {c}.name = 'B' RETURN {b}.title AS {d}"
+    ),
+    (
+        "MATCH ({a}:Author)-[{r}:WROTE]->({b}:Paper) WITH {a}, count({b}) AS {d} "
+        "ORDER BY {d} DESC LIMIT 5 RETURN {a}.name, {d}"
+    ),
+    ("MATCH ({a}:Paper)-[:CITES]->({b}:Paper)-[:CITES]->({c}:Paper) RETURN {a}.title, {c}.title ORDER BY {c}.year"),
+    ("MATCH ({a}:Author), ({b}:Author) WHERE {a}.name = 'X' AND {b}.name = 'Y' RETURN {a}.id < {b}.id AS {d}"),
+    (
+        "MATCH ({a}:Author {{name: 'A'}}) OPTIONAL MATCH ({a})-[{r}:WROTE]->({b}) "
+        "RETURN {a}.name, collect(DISTINCT {b}.title) AS {d}"
+    ),
+    (
+        "MATCH {d} = shortestPath(({a}:Author {{id: 1}})-[*..4]-({b}:Author {{id: 2}})) "
+        "RETURN [{c} IN nodes({d}) | {c}.id] AS ids"
+    ),
+    ("MATCH ({a}:Paper) WHERE EXISTS {{ ({a})<-[:WROTE]-({b}:Author) }} UNWIND [1, 2] AS {c} RETURN {a}.title, {c}"),
     "MATCH ({a})-[:WROTE]->({b}) MATCH ({c})-[:WROTE]->({b}) RETURN {a}, {c}, {b}",
 ]
 
@@ -451,9 +493,7 @@ TEMPLATES = [
     st.lists(names, min_size=5, max_size=5, unique=True),
 )
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_renaming_variables_never_changes_the_derivation(
-    template: str, first: list[str], second: list[str]
-) -> None:
+def test_renaming_variables_never_changes_the_derivation(template: str, first: list[str], second: list[str]) -> None:
     keys = ["a", "b", "c", "d", "r"]
     q1 = template.format(**dict(zip(keys, first, strict=True)))
     q2 = template.format(**dict(zip(keys, second, strict=True)))
@@ -466,9 +506,9 @@ def test_renaming_variables_never_changes_the_derivation(
 LABELS = ["Author", "Paper", "Venue"]
 TYPES = ["WROTE", "CITES", "PUBLISHED_IN"]
 
-edge = st.tuples(
-    st.integers(0, 4), st.sampled_from(TYPES), st.integers(0, 4), st.booleans()
-).filter(lambda e: e[0] != e[2])
+edge = st.tuples(st.integers(0, 4), st.sampled_from(TYPES), st.integers(0, 4), st.booleans()).filter(
+    lambda e: e[0] != e[2]
+)
 
 
 @st.composite
@@ -484,8 +524,12 @@ def pattern_queries(draw: st.DrawFn) -> tuple[list[str], list[str], list[str], s
     preds = draw(
         st.lists(
             st.sampled_from(
-                [f"v{used[0]}.name = 'x'", f"v{used[-1]}.year > 2000",
-                 f"v{used[0]}.id IN [1, 2]", f"NOT v{used[-1]}.title CONTAINS 'q'"]
+                [
+                    f"v{used[0]}.name = 'x'",
+                    f"v{used[-1]}.year > 2000",
+                    f"v{used[0]}.id IN [1, 2]",
+                    f"NOT v{used[-1]}.title CONTAINS 'q'",
+                ]
             ),
             unique=True,
             max_size=3,

@@ -116,13 +116,10 @@ def test_neo4j_dialect_gets_aliasing_only() -> None:
     fake = RecordingBackend(None, dialect="neo4j")
     qp = ReadOnlyQueryPath(fake)
     qp.run("MATCH (a)-[r:KNOWS*1..2]->(b) RETURN type(r[0]), a.name")
-    assert fake.calls[0][0] == (
-        "MATCH (a)-[r:KNOWS*1..2]->(b) RETURN type(r[0]) AS `type(r[0])`, a.name AS `a.name`"
-    )
+    assert fake.calls[0][0] == ("MATCH (a)-[r:KNOWS*1..2]->(b) RETURN type(r[0]) AS `type(r[0])`, a.name AS `a.name`")
     qp.run("MATCH (a) WHERE (a)-->() AND NOT (a)-[:KNOWS]->() RETURN a")
     assert fake.calls[1][0] == (
-        "MATCH (a) WHERE EXISTS { MATCH (a)-->() } AND NOT EXISTS { MATCH (a)-[:KNOWS]->() } "
-        "RETURN a AS a"
+        "MATCH (a) WHERE EXISTS { MATCH (a)-->() } AND NOT EXISTS { MATCH (a)-[:KNOWS]->() } RETURN a AS a"
     )
     with pytest.raises(UnsafeQueryError):
         qp.run("CREATE (n)")

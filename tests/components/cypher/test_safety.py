@@ -102,7 +102,7 @@ def test_case_comments_and_nesting_do_not_hide_writes(query: str) -> None:
     "query",
     [
         "RETURN 'CREATE'",
-        "RETURN \"DETACH DELETE n\" AS s",
+        'RETURN "DETACH DELETE n" AS s',
         "RETURN 'LOAD FROM \\'/etc/passwd\\'' AS s",
         "MATCH (n:Person) WHERE n.name = 'DROP TABLE Person' RETURN n.name",
         "MATCH (n) // CREATE (m) in a comment\nRETURN n.name",

@@ -1,4 +1,4 @@
-"""GRIT-style tasks: every item's ground truth re-derived by brute force (independent of the Part 2
+"""GRIT-style tasks: every item's ground truth re-derived by brute force (independent of the graph-IR
 solvers), naming schemes preserve the graph up to isomorphism, splits do not share graphs."""
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ def _brute_force(item) -> str:
         return str(min(nx.path_weight(g, path, "weight") for path in nx.all_simple_paths(g, p["source"], p["target"])))
     if item.task == "tsp":  # every ordering of the other nodes
         others = [n for n in nodes if n != p["start"]]
-        best = min(sum(g[a][b]["weight"] for a, b in itertools.pairwise((p["start"], *perm, p["start"])))
-                   for perm in itertools.permutations(others))
+        best = min(
+            sum(g[a][b]["weight"] for a, b in itertools.pairwise((p["start"], *perm, p["start"])))
+            for perm in itertools.permutations(others)
+        )
         return str(best)
     if item.task == "graph_coloring":  # smallest k with a proper k-colouring
         for k in range(1, len(nodes) + 1):

@@ -26,10 +26,12 @@ def test_outcomes_are_exclusive_and_ordered() -> None:
 
 
 def test_summary_metrics_and_conditionals() -> None:
-    recs = [_rec(0, "1", "Ada", valid_format=True, evidence_hit=True, valid_calls=2, judge=True, tokens=10),
-            _rec(0, "2", "Bob", valid_format=True, evidence_hit=True, valid_calls=1, judge=False, tokens=20),
-            _rec(0, "3", None, evidence_hit=False, halted=True, judge=False, tokens=30),
-            _rec(0, "4", "Ada", valid_format=True, evidence_hit=False, judge=True, tokens=40)]
+    recs = [
+        _rec(0, "1", "Ada", valid_format=True, evidence_hit=True, valid_calls=2, judge=True, tokens=10),
+        _rec(0, "2", "Bob", valid_format=True, evidence_hit=True, valid_calls=1, judge=False, tokens=20),
+        _rec(0, "3", None, evidence_hit=False, halted=True, judge=False, tokens=30),
+        _rec(0, "4", "Ada", valid_format=True, evidence_hit=False, judge=True, tokens=40),
+    ]
     s = summarize(recs, draws=50)
     assert s["em"] == 0.5 and s["judge"] == 0.5 and s["vf"] == 0.75 and s["vc"] == 0.75 and s["eh"] == 0.5
     assert s["p_em_given_eh"] == 0.5 and s["p_em_given_not_eh"] == 0.5
@@ -57,17 +59,34 @@ def test_breakdown_and_round_trip() -> None:
 
 
 def test_report_files(tmp_path: Path) -> None:
-    recs = [_rec(s, str(q), "Ada" if q % 2 else "Bob", valid_format=True, judge=bool(q % 2), level="easy")
-            for s in (0, 1, 2) for q in range(4)]
-    report = {"systems": {"s": {"available": True, "kind": "python_cypher", "method": "m", "note": "",
-                                "summary": summarize(recs, draws=50), "by_level": breakdown(recs, "level", draws=10),
-                                "by_type": breakdown(recs, "qtype", draws=10)},
-                          "dpo": {"available": False, "note": "not trained: no preference pairs", "method": "DPO"}},
-              "order": ["0", "1", "2", "3"], "seeds": [0, 1, 2], "decoding": {"temperature": 0.7},
-              "judge_model": "judge-x", "normalisation": "squad", "records": [r.to_dict() for r in recs]}
+    recs = [
+        _rec(s, str(q), "Ada" if q % 2 else "Bob", valid_format=True, judge=bool(q % 2), level="easy")
+        for s in (0, 1, 2)
+        for q in range(4)
+    ]
+    report = {
+        "systems": {
+            "s": {
+                "available": True,
+                "kind": "python_cypher",
+                "method": "m",
+                "note": "",
+                "summary": summarize(recs, draws=50),
+                "by_level": breakdown(recs, "level", draws=10),
+                "by_type": breakdown(recs, "qtype", draws=10),
+            },
+            "dpo": {"available": False, "note": "not trained: no preference pairs", "method": "DPO"},
+        },
+        "order": ["0", "1", "2", "3"],
+        "seeds": [0, 1, 2],
+        "decoding": {"temperature": 0.7},
+        "judge_model": "judge-x",
+        "normalisation": "squad",
+        "records": [r.to_dict() for r in recs],
+    }
     paths = write_report(report, tmp_path / "r", "test report")
     page = Path(paths["html"]).read_text()
-    assert page.count("data:image/png;base64,") == 2 and "src=\"http" not in page  # self-contained
+    assert page.count("data:image/png;base64,") == 2 and 'src="http' not in page  # self-contained
     assert "not trained: no preference pairs" in page and "judge-x" in page
     md = Path(paths["markdown"]).read_text()
     assert "| system |" in md and "0.500 [" in md and "P(EM\\|EH)" in md  # a header's "|" cannot split the table

@@ -16,9 +16,17 @@ from components.evaluation.run import SystemSpec, evaluate_systems
 from components.graph.load import load_graph
 from tests.components.tools.test_graph_cot import library_graph
 
-ROWS = [{"id": "q1", "question": "Who wrote Attention Is All You Need?", "answer": "Ann Lee; Bob Stone",
-         "answer_type": "set", "level": "easy", "qtype": "relation_to_find"},
-        {"id": "q2", "question": "Where was Graph Neural Networks published?", "answer": "KDD", "level": "medium"}]
+ROWS = [
+    {
+        "id": "q1",
+        "question": "Who wrote Attention Is All You Need?",
+        "answer": "Ann Lee; Bob Stone",
+        "answer_type": "set",
+        "level": "easy",
+        "qtype": "relation_to_find",
+    },
+    {"id": "q2", "question": "Where was Graph Neural Networks published?", "answer": "KDD", "level": "medium"},
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +41,21 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_every_system_same_questions_seeds_and_judge(setup) -> None:
     db, model = setup
-    systems = [SystemSpec("agent", "python_cypher", str(model)), SystemSpec("cot", "graph_cot", str(model)),
-               SystemSpec("rag", "graphrag", str(model)), SystemSpec("dpo", "python_cypher", None, note="not trained")]
+    systems = [
+        SystemSpec("agent", "python_cypher", str(model)),
+        SystemSpec("cot", "graph_cot", str(model)),
+        SystemSpec("rag", "graphrag", str(model)),
+        SystemSpec("dpo", "python_cypher", None, note="not trained"),
+    ]
     config = EvalConfig(samples=2, max_turns=2, max_new_tokens=8, threads=1)
     report = evaluate_systems(systems, ROWS, str(db), config, judge_model_dir=str(model))
     assert report["order"] == ["q1", "q2"] and report["seeds"] == [0, 1] and report["judge_model"] == str(model)
-    assert report["systems"]["dpo"] == {"available": False, "note": "not trained", "kind": "python_cypher", "method": ""}
+    assert report["systems"]["dpo"] == {
+        "available": False,
+        "note": "not trained",
+        "kind": "python_cypher",
+        "method": "",
+    }
     assert list(report["systems"]) == ["agent", "cot", "rag", "dpo"]  # the given order
     records = report["records"]
     assert len(records) == 3 * 2 * 2 and all(r["judge"] is not None for r in records)
@@ -60,8 +77,10 @@ def test_graphrag_context_walks_two_hops(setup) -> None:
 
     db, _ = setup
     with LadybugBackend(db) as backend:
-        api = GraphCoT(backend, index=NodeIndex.open(backend, shared_embedder(threads=1), progress=False,
-                                                     index_dir=db.parent / "index"))
+        api = GraphCoT(
+            backend,
+            index=NodeIndex.open(backend, shared_embedder(threads=1), progress=False, index_dir=db.parent / "index"),
+        )
         one, ids1 = graphrag_context(api, "Attention Is All You Need", hops=1)
         two, ids2 = graphrag_context(api, "Attention Is All You Need", hops=2)
     assert "Ann Lee" in one or "ann" in ids1  # the paper's authors are one hop away
@@ -71,11 +90,15 @@ def test_graphrag_context_walks_two_hops(setup) -> None:
 
 def test_question_files(tmp_path: Path) -> None:
     good = tmp_path / "grbench.jsonl"
-    good.write_text('{"qid": "a1", "question": "Who?", "answer": "Ann", "level": "Easy"}\n\n'
-                    '{"question": "Which?", "answer": ["x", "y"]}\n')
+    good.write_text(
+        '{"qid": "a1", "question": "Who?", "answer": "Ann", "level": "Easy"}\n\n'
+        '{"question": "Which?", "answer": ["x", "y"]}\n'
+    )
     rows = load_questions(good)
     assert [(r["id"], r["level"], r["answer"], r["answer_type"]) for r in rows] == [
-        ("a1", "easy", "Ann", None), ("3", None, "x; y", "set")]
+        ("a1", "easy", "Ann", None),
+        ("3", None, "x; y", "set"),
+    ]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "ok", "answer": "a"}\nnot json\n{"question": "", "answer": "a"}\n[1]\n')
     with pytest.raises(QuestionFileError, match=r"3 bad line\(s\): line 2: not JSON.*line 3.*line 4"):
@@ -89,10 +112,32 @@ def test_eval_command(setup, tmp_path: Path, capsys) -> None:
 
     db, model = setup
     qs = tmp_path / "q.jsonl"
-    qs.write_text("\n".join(json.dumps({"qid": r["id"], "question": r["question"], "answer": r["answer"]}) for r in ROWS))
-    rc = main(["eval", "--checkpoint", str(model), "--domain", "lib", "--db", str(db), "--questions", str(qs),
-               "--samples", "3", "--max-turns", "1", "--max-new-tokens", "4", "--judge", str(model),
-               "--out", str(tmp_path / "out")])
+    qs.write_text(
+        "\n".join(json.dumps({"qid": r["id"], "question": r["question"], "answer": r["answer"]}) for r in ROWS)
+    )
+    rc = main(
+        [
+            "eval",
+            "--checkpoint",
+            str(model),
+            "--domain",
+            "lib",
+            "--db",
+            str(db),
+            "--questions",
+            str(qs),
+            "--samples",
+            "3",
+            "--max-turns",
+            "1",
+            "--max-new-tokens",
+            "4",
+            "--judge",
+            str(model),
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 0 and out["questions"] == 2 and Path(out["report"]).is_file()
     assert out["summary"]["system"] == "tiny" and "[" in out["summary"]["EM"]  # with its CI
@@ -109,10 +154,15 @@ def test_transfer_matrix(setup, tmp_path: Path) -> None:
     load_graph(demo.generate("biomedical", seed=1, scale=100), other)
     bio_rows = [{"id": "b1", "question": "Which drug treats disease_1?", "answer": "drug_2"}]
     config = EvalConfig(samples=3, max_turns=1, max_new_tokens=6, threads=1)
-    matrix = transfer_matrix({"lib": str(model), "bio": str(model)}, {"lib": (str(db), ROWS), "bio": (str(other), bio_rows)},
-                             config)
+    matrix = transfer_matrix(
+        {"lib": str(model), "bio": str(model)}, {"lib": (str(db), ROWS), "bio": (str(other), bio_rows)}, config
+    )
     assert [(c["train"], c["test"], c["questions"]) for c in matrix["cells"]] == [
-        ("lib", "lib", 2), ("lib", "bio", 1), ("bio", "lib", 2), ("bio", "bio", 1)]
+        ("lib", "lib", 2),
+        ("lib", "bio", 1),
+        ("bio", "lib", 2),
+        ("bio", "bio", 1),
+    ]
     assert all(c["em"] == 0.0 and c["em_ci"] == (0.0, 0.0) for c in matrix["cells"])  # a random model
     paths = write_transfer_report(matrix, tmp_path / "t")
     assert Path(paths["heatmap"]).stat().st_size > 0 and "train \\ test" in Path(paths["markdown"]).read_text()

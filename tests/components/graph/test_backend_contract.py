@@ -34,22 +34,23 @@ def test_integer_sum_is_int_not_decimal(backend) -> None:
 
 
 def test_nodes_relationships_and_paths_are_normalised(backend) -> None:
-    res = backend.run(
-        "MATCH (a:Person {id: 'ann'})-[r:KNOWS]->(b:Person) RETURN a AS a, r AS r, b AS b"
-    )
+    res = backend.run("MATCH (a:Person {id: 'ann'})-[r:KNOWS]->(b:Person) RETURN a AS a, r AS r, b AS b")
     a, r, b = res.rows[0]
     assert a == {
-        "_label": "Person", "id": "ann", "name": "Ann", "age": 34, "score": 1.5,
-        "born": "1990-05-01", "tags": ["a", "b"],
+        "_label": "Person",
+        "id": "ann",
+        "name": "Ann",
+        "age": 34,
+        "score": 1.5,
+        "born": "1990-05-01",
+        "tags": ["a", "b"],
     }
     assert r == {"_type": "KNOWS", "since": 2010}
     assert b["_label"] == "Person" and b["id"] == "bob"
     # null properties are dropped, as Neo4j never stores them
     (dan,) = backend.run("MATCH (d:Person {id: 'dan'}) RETURN d AS d").rows[0]
     assert "score" not in dan and "born" not in dan
-    (path,) = backend.run(
-        "MATCH path = (a:Person {id: 'ann'})-[:KNOWS]->(b:Person) RETURN path AS path"
-    ).rows[0]
+    (path,) = backend.run("MATCH path = (a:Person {id: 'ann'})-[:KNOWS]->(b:Person) RETURN path AS path").rows[0]
     assert [n["id"] for n in path["nodes"]] == ["ann", "bob"]
     assert path["relationships"] == [{"_type": "KNOWS", "since": 2010}]
 
@@ -62,7 +63,9 @@ def test_list_parameters_and_ordering(backend) -> None:
     assert [r[0] for r in res.rows] == ["Bob", "Ann"]
 
 
-@pytest.mark.parametrize(("limit", "n_rows", "truncated"), [(2, 2, True), (3, 3, True), (4, 4, False), (10, 4, False), (0, 0, True)])
+@pytest.mark.parametrize(
+    ("limit", "n_rows", "truncated"), [(2, 2, True), (3, 3, True), (4, 4, False), (10, 4, False), (0, 0, True)]
+)
 def test_limit_fetches_one_extra_row_to_flag_truncation(backend, limit, n_rows, truncated) -> None:
     res = backend.run("MATCH (p:Person) RETURN p.id AS id ORDER BY id", limit=limit)
     assert len(res.rows) == n_rows

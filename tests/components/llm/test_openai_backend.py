@@ -18,8 +18,10 @@ from components.llm import LLMError, SamplingParams, make_backend, tiny_random_m
 from components.llm.openai_backend import OpenAIBackend
 from components.llm.transformers_backend import TransformersBackend
 
-CONVS = [[{"role": "user", "content": "What is the capital of France?"}],
-         [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a graph."}]]
+CONVS = [
+    [{"role": "user", "content": "What is the capital of France?"}],
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a graph."}],
+]
 
 
 def _handler(backend: TransformersBackend, lock: threading.Lock, seen: list[dict]) -> type:
@@ -44,23 +46,37 @@ def _handler(backend: TransformersBackend, lock: threading.Lock, seen: list[dict
             if self.path != "/v1/chat/completions":
                 return self._send(404, b'{"error": "not found"}')
             params = SamplingParams(
-                max_new_tokens=body["max_tokens"], temperature=body["temperature"],
-                top_p=body["top_p"], top_k=body.get("top_k", 0), stop=tuple(body.get("stop") or ()),
-                seed=body.get("seed"), n=body["n"],
+                max_new_tokens=body["max_tokens"],
+                temperature=body["temperature"],
+                top_p=body["top_p"],
+                top_k=body.get("top_k", 0),
+                stop=tuple(body.get("stop") or ()),
+                seed=body.get("seed"),
+                n=body["n"],
             )
             with lock:  # one model, one generate at a time
                 [gens] = backend.generate([body["messages"]], params)
             choices = [
-                {"index": k, "message": {"role": "assistant", "content": g.text},
-                 "finish_reason": "length" if g.stop_reason == "length" else "stop",
-                 "stop_reason": g.stop_reason if g.stop_reason in params.stop else None}
+                {
+                    "index": k,
+                    "message": {"role": "assistant", "content": g.text},
+                    "finish_reason": "length" if g.stop_reason == "length" else "stop",
+                    "stop_reason": g.stop_reason if g.stop_reason in params.stop else None,
+                }
                 for k, g in enumerate(gens)
             ]
             completion = sum(g.completion_tokens for g in gens)
-            usage = {"prompt_tokens": gens[0].prompt_tokens, "completion_tokens": completion,
-                     "total_tokens": gens[0].prompt_tokens + completion}
-            self._send(200, json.dumps({"object": "chat.completion", "model": body["model"],
-                                        "choices": choices, "usage": usage}).encode())
+            usage = {
+                "prompt_tokens": gens[0].prompt_tokens,
+                "completion_tokens": completion,
+                "total_tokens": gens[0].prompt_tokens + completion,
+            }
+            self._send(
+                200,
+                json.dumps(
+                    {"object": "chat.completion", "model": body["model"], "choices": choices, "usage": usage}
+                ).encode(),
+            )
 
     return Handler
 

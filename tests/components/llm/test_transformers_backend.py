@@ -20,15 +20,14 @@ from components.llm import (
 from components.llm.transformers_backend import TransformersBackend
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
-HAIKU = [{"role": "system", "content": "You are a poet."},
-         {"role": "user", "content": "Write a haiku about graphs."}]
+HAIKU = [{"role": "system", "content": "You are a poet."}, {"role": "user", "content": "Write a haiku about graphs."}]
 GREEDY = SamplingParams(max_new_tokens=24, temperature=0)
 
 
 @pytest.fixture(scope="module")
 def one_thread() -> Iterator[None]:
     """One torch thread: two threads collapse (~8x slower) when another test process shares the
-    two cores (ARCHITECTURE.md, TRL row)."""
+    two cores."""
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
@@ -86,8 +85,9 @@ def test_seeded_sampling_is_reproducible_and_batch_equals_one_by_one(smol: Trans
     params = SamplingParams(max_new_tokens=12, temperature=1.0, top_p=0.95, n=2, seed=11)
     batch = smol.generate([QUESTION, HAIKU], params)
     # reproducible: the same seeds through a different batch shape give the same texts
-    one_by_one = [smol.generate([conv], dataclasses.replace(params, seed=11 + i))[0]
-                  for i, conv in enumerate([QUESTION, HAIKU])]
+    one_by_one = [
+        smol.generate([conv], dataclasses.replace(params, seed=11 + i))[0] for i, conv in enumerate([QUESTION, HAIKU])
+    ]
     assert texts(batch) == texts(one_by_one)
     assert len({g.text for gens in batch for g in gens}) == 4  # n samples differ
     other = smol.generate([QUESTION, HAIKU], dataclasses.replace(params, seed=12))

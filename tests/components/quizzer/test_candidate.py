@@ -17,16 +17,32 @@ from components.quizzer.candidate import (
 
 def _candidate() -> QACandidate:
     c = QACandidate(
-        id=candidate_id(3, 7, "llm"), quizzer="llm", seed=3, index=7, question="Which papers?",
-        answer="A; B", answer_value=["A", "B"], answer_type="set",
-        axes={"answer_type": "set", "question_pattern": "head_known", "difficulty": "simple",
-              "match_family": "one_hop", "return_family": "distinct_set"},
+        id=candidate_id(3, 7, "llm"),
+        quizzer="llm",
+        seed=3,
+        index=7,
+        question="Which papers?",
+        answer="A; B",
+        answer_value=["A", "B"],
+        answer_type="set",
+        axes={
+            "answer_type": "set",
+            "question_pattern": "head_known",
+            "difficulty": "simple",
+            "match_family": "one_hop",
+            "return_family": "distinct_set",
+        },
         start_node={"label": "Author", "id": "author_1", "name": "Ann"},
         neighbourhood={"hops": [{"type": "WROTE", "direction": "out", "count": 2}]},
         trace=[{"turn": 1, "model_text": "```python\nprint(1)\n```", "cell": {"ok": True}}],
         evidence=[{"id": "e:q1", "rows": [["A"], ["B"]], "params": {"a": 1}}],
-        final_program="print(1)", prompt_tokens=100, completion_tokens=20, latency_s=1.5, repaired=True,
-        model="tiny", meta={"first_failure": "code_error"},
+        final_program="print(1)",
+        prompt_tokens=100,
+        completion_tokens=20,
+        latency_s=1.5,
+        repaired=True,
+        model="tiny",
+        meta={"first_failure": "code_error"},
     )
     return c
 
@@ -42,7 +58,10 @@ def test_record_is_flat_json_and_round_trips() -> None:
 
 
 def test_records_go_through_parquet_types() -> None:
-    recs = [_candidate().to_record(), QACandidate(id="y", quizzer="template", seed=0, index=1, answer_value=3).to_record()]
+    recs = [
+        _candidate().to_record(),
+        QACandidate(id="y", quizzer="template", seed=0, index=1, answer_value=3).to_record(),
+    ]
     table = pa.Table.from_pylist(recs)
     back = [QACandidate.from_record(r) for r in table.to_pylist()]
     assert back[0] == _candidate() and back[1].answer_value == 3
@@ -55,8 +74,16 @@ def test_ids_reasons_and_answer_strings() -> None:
         QACandidate(id="x", quizzer="template", seed=0, index=0).fail("bogus")
     with pytest.raises(ValueError):
         QACandidate(id="x", quizzer="oracle", seed=0, index=0)
-    assert {"no_final_code", "no_evidence", "code_error", "timeout", "empty_output", "unparseable_answer",
-            "unsafe_query", "schema_error"} <= set(FAILURE_REASONS)
+    assert {
+        "no_final_code",
+        "no_evidence",
+        "code_error",
+        "timeout",
+        "empty_output",
+        "unparseable_answer",
+        "unsafe_query",
+        "schema_error",
+    } <= set(FAILURE_REASONS)
     assert (format_answer(False), format_answer(2.50), format_answer(209612.34)) == ("no", "2.5", "209612.34")
 
 

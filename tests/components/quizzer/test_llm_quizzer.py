@@ -4,51 +4,17 @@ model *output*), batching, and the loop on a real tiny model."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 
-from components.llm.base import (
-    ChatMessage,
-    Generation,
-    GenerationBackend,
-    SamplingParams,
-)
+from components.llm.base import GenerationBackend
 from components.quizzer.candidate import FAILURE_REASONS, QACandidate
 from components.quizzer.llm_quizzer import LLMQuizzer, LLMQuizzerConfig, parse_turn
 from components.tools.sandbox import SandboxLimits
+from tests.doubles import Script, ScriptedBackend
 
 LIMITS = SandboxLimits(cell_timeout_s=2.0)
-
-Script = Callable[[Sequence[ChatMessage], int], "str | tuple[str, str]"]
-
-
-class ScriptedBackend:
-    """Implements :class:`GenerationBackend` by returning pre-written texts: ``script(conversation,
-    turn)`` gives the text (or ``(text, stop_reason)``) for turn ``turn`` (0-based)."""
-
-    name = "scripted"
-    model_name = "scripted"
-
-    def __init__(self, script: Script) -> None:
-        self.script = script
-        self.batches: list[int] = []
-
-    def generate(self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams) -> list[list[Generation]]:
-        self.batches.append(len(conversations))
-        out = []
-        for conv in conversations:
-            turn = sum(1 for m in conv if m["role"] == "assistant")
-            res = self.script(conv, turn)
-            text, stop = res if isinstance(res, tuple) else (res, "eos")
-            if stop == "</answer>":
-                text = text.split("</answer>")[0]
-            out.append([Generation(text, 100, max(1, len(text) // 4), stop)])
-        return out
-
-    def close(self) -> None:
-        pass
 
 
 def final_turn(code: str, question: str = "How many authors are there?", answer: str = "{n}") -> str:
@@ -67,7 +33,7 @@ def academic(demo_paths):
 
 def run(academic, script: Script, n: int = 1, **config) -> tuple[list[QACandidate], ScriptedBackend]:
     qp, schema, _ = academic
-    backend = ScriptedBackend(script)
+    backend = ScriptedBackend(script, prompt_tokens=100, completion_tokens=lambda text: max(1, len(text) // 4))
     assert isinstance(backend, GenerationBackend)
     cfg = LLMQuizzerConfig(**{"max_turns": 3, "answer_types": ("number",), **config})
     cands = LLMQuizzer(qp, schema, backend, seed=0, limits=LIMITS, config=cfg).generate(n)
@@ -80,8 +46,10 @@ def run(academic, script: Script, n: int = 1, **config) -> tuple[list[QACandidat
 
 def test_explore_then_final_makes_a_complete_candidate(academic) -> None:
     n = academic[2]
-    script = lambda conv, t: ["```python\nr = cypher('MATCH (a:Author) RETURN a.name AS n LIMIT 3')\nprint(r.rows)\n```",
-                              final_turn(COUNT, answer=str(n))][t]
+    script = lambda conv, t: [
+        "```python\nr = cypher('MATCH (a:Author) RETURN a.name AS n LIMIT 3')\nprint(r.rows)\n```",
+        final_turn(COUNT, answer=str(n)),
+    ][t]
     (c,), _ = run(academic, script)
     assert c.ok, (c.failure_reason, c.failure_detail)
     assert c.answer_value == n and c.answer == str(n) and not c.repaired
@@ -95,8 +63,12 @@ def test_explore_then_final_makes_a_complete_candidate(academic) -> None:
 BAD_FINALS = {
     "code_error": final_turn("x = 1 / 0"),
     "timeout": final_turn("while True:\n    pass"),
-    "unsafe_query": final_turn('r = cypher("MATCH (a:Author) DETACH DELETE a")\nmark_evidence(r)\nprint(0)', answer="0"),
-    "schema_error": final_turn('r = cypher("MATCH (a:Writer) RETURN count(a) AS c")\nmark_evidence(r)\nprint(r.rows[0][0])'),
+    "unsafe_query": final_turn(
+        'r = cypher("MATCH (a:Author) DETACH DELETE a")\nmark_evidence(r)\nprint(0)', answer="0"
+    ),
+    "schema_error": final_turn(
+        'r = cypher("MATCH (a:Writer) RETURN count(a) AS c")\nmark_evidence(r)\nprint(r.rows[0][0])'
+    ),
     "no_evidence": final_turn('r = cypher("MATCH (a:Author) RETURN count(a) AS c")\nprint(r.rows[0][0])'),
     "answer_mismatch": final_turn(COUNT, answer="-5"),
     "unparseable_answer": final_turn(COUNT, answer="lots of them"),
@@ -117,18 +89,22 @@ def test_bad_final_turns_are_failed_candidates_with_a_reason(academic, reason: s
 
 
 def test_wrong_direction_is_a_schema_error(academic) -> None:
-    code = ('r = cypher("MATCH (p:Paper)-[:WROTE]->(a:Author) RETURN count(a) AS c")\n'
-            "mark_evidence(r)\nprint(r.rows[0][0])")
+    code = (
+        'r = cypher("MATCH (p:Paper)-[:WROTE]->(a:Author) RETURN count(a) AS c")\nmark_evidence(r)\nprint(r.rows[0][0])'
+    )
     (c,), _ = run(academic, lambda conv, t: final_turn(code, answer="0"), max_turns=1, repair=False)
     assert c.failure_reason == "schema_error" and "(:Paper)-[:WROTE]->(:Author)" in c.failure_detail
 
 
-@pytest.mark.parametrize(("texts", "reason"), [
-    (["garbage \x00\x01 ~~~", "more garbage", "<<<>>>"], "no_code"),
-    (["", "", ""], "empty_output"),
-    (["```python\nprint(1)\n```"] * 3, "loop_limit"),
-    ([("word " * 500, "length")] * 3, "no_code"),  # endless output, cut at max_new_tokens
-])
+@pytest.mark.parametrize(
+    ("texts", "reason"),
+    [
+        (["garbage \x00\x01 ~~~", "more garbage", "<<<>>>"], "no_code"),
+        (["", "", ""], "empty_output"),
+        (["```python\nprint(1)\n```"] * 3, "loop_limit"),
+        ([("word " * 500, "length")] * 3, "no_code"),  # endless output, cut at max_new_tokens
+    ],
+)
 def test_garbage_empty_tagless_and_endless_output(academic, texts, reason: str) -> None:
     (c,), _ = run(academic, lambda conv, t: texts[t], repair=False)
     assert c.failure_reason == reason and len(c.trace) == 3
@@ -202,7 +178,9 @@ def test_the_loop_on_a_real_tiny_model(demo_paths, tiny_model: Path) -> None:
         assert c.model == backend.model_name
         json.dumps(c.to_record())
     # seeded sampling: the same seed gives the same transcripts
-    assert [[r.get("model_text") for r in c.trace] for c in runs[0]] == [[r.get("model_text") for r in c.trace] for c in runs[1]]
+    assert [[r.get("model_text") for r in c.trace] for c in runs[0]] == [
+        [r.get("model_text") for r in c.trace] for c in runs[1]
+    ]
     backend.close()
 
 
@@ -224,8 +202,13 @@ def test_the_loop_on_real_smollm2_records_and_is_deterministic(tmp_path) -> None
     with LadybugBackend(tmp_path / "db") as graph:
         schema = graph.schema()
         for _ in range(2):
-            quizzer = LLMQuizzer(ReadOnlyQueryPath(graph, schema=schema), schema, llm, seed=4,
-                                 config=LLMQuizzerConfig(max_turns=2, max_new_tokens=40))
+            quizzer = LLMQuizzer(
+                ReadOnlyQueryPath(graph, schema=schema),
+                schema,
+                llm,
+                seed=4,
+                config=LLMQuizzerConfig(max_turns=2, max_new_tokens=40),
+            )
             runs.append(quizzer.generate(1))
     llm.close()
     (a,), (b,) = runs

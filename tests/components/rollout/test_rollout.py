@@ -3,7 +3,7 @@ continuation, the trajectory statistics, and the masked loss on a real tiny mode
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,12 +12,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from components.graph.ladybug import LadybugBackend
 from components.graph.load import load_graph
-from components.llm.base import Generation, SamplingParams
 from components.rollout import RolloutConfig, RolloutRunner, TokenBackend, masked_nll
 from components.tools.cot_env import GraphCoTEnvironment
 from components.tools.graph_cot import GraphCoT
 from components.tools.retriever import NodeIndex, shared_embedder
 from tests.components.tools.test_graph_cot import library_graph
+from tests.doubles import ScriptedBackend
 
 
 @pytest.fixture(scope="module")
@@ -36,25 +36,6 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny_random_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
-class ScriptedBackend:
-    """Fixed model *output* through the real tokenizer (drives the happy path a random model
-    cannot reach); records every prompt it was asked to continue."""
-
-    def __init__(self, tokenizer, steps: Sequence[str]) -> None:
-        self.tokenizer, self.steps, self.prompts = tokenizer, list(steps), []
-
-    def generate_ids(self, prompts, params: SamplingParams) -> list[list[Generation]]:
-        out = []
-        for p in prompts:
-            self.prompts.append(list(p))
-            text = self.steps.pop(0)
-            stop = next((s for s in params.stop if text.endswith(s)), None)
-            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-            out.append([Generation(text[: -len(stop)] if stop else text, len(p), len(ids), stop or "eos",
-                                   token_ids=tuple(ids))])
-        return out
-
-
 def test_scripted_episode_masks_every_environment_token(api: GraphCoT, tiny_model: Path) -> None:
     tok = AutoTokenizer.from_pretrained(tiny_model)
     steps = [
@@ -63,7 +44,7 @@ def test_scripted_episode_masks_every_environment_token(api: GraphCoT, tiny_mode
         "<think>first author's name</think>\n<graph>NodeFeature[ann, name]</graph>",
         "<think>done</think>\n<answer>Ann Lee</answer>",
     ]
-    backend = ScriptedBackend(tok, steps)
+    backend = ScriptedBackend(steps, tokenizer=tok)
     assert isinstance(backend, TokenBackend)
     runner = RolloutRunner(backend, lambda: GraphCoTEnvironment(api), RolloutConfig(max_turns=8))
     (rec,) = runner.run([{"question": "Who wrote 'Attention Is All You Need'?", "answer": "Ann Lee"}])
@@ -86,7 +67,9 @@ def test_scripted_episode_masks_every_environment_token(api: GraphCoT, tiny_mode
     assert (s.rounds, s.valid_calls, s.invalid_calls) == (3, 3, 0)
     assert (s.s_rounds, s.e_rounds, s.level) == (1, 1, "medium")  # p2 | ann, bob | (a feature: no node)
     assert s.evidence_hit is True
-    assert s.model_tokens == sum(len(ids) for m, ids in segs if m) and s.env_tokens == sum(len(ids) for m, ids in segs if not m)
+    assert s.model_tokens == sum(len(ids) for m, ids in segs if m) and s.env_tokens == sum(
+        len(ids) for m, ids in segs if not m
+    )
 
 
 def test_tiny_random_model_rollouts_end_with_a_recorded_halt(api: GraphCoT, tiny_model: Path) -> None:
@@ -96,8 +79,9 @@ def test_tiny_random_model_rollouts_end_with_a_recorded_halt(api: GraphCoT, tiny
 
     llm = TransformersBackend(tiny_model, threads=1)
     try:
-        runner = RolloutRunner(llm, lambda: GraphCoTEnvironment(api, max_rounds=2),
-                               RolloutConfig(max_turns=6, max_new_tokens=12, seed=3))
+        runner = RolloutRunner(
+            llm, lambda: GraphCoTEnvironment(api, max_rounds=2), RolloutConfig(max_turns=6, max_new_tokens=12, seed=3)
+        )
         recs = runner.run([{"question": "Who wrote p2?", "answer": "Ann Lee"}], n=2)
     finally:
         llm.close()

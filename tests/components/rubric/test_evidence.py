@@ -94,8 +94,10 @@ def test_align_matches_one_to_one_and_divides_by_the_larger_side() -> None:
 def test_aggregate_credits_a_split_decomposition() -> None:
     """One query split into two covers the same pooled features better than S_align says."""
     joined = ["MATCH (a:Author {name: $n})-[:WROTE]->(p:Paper)-[:PUBLISHED_IN]->(v:Venue) RETURN v.name"]
-    split = ["MATCH (a:Author {name: $n})-[:WROTE]->(p:Paper) RETURN p.id",
-             "MATCH (p:Paper {id: $id})-[:PUBLISHED_IN]->(v:Venue) RETURN v.name"]
+    split = [
+        "MATCH (a:Author {name: $n})-[:WROTE]->(p:Paper) RETURN p.id",
+        "MATCH (p:Paper {id: $id})-[:PUBLISHED_IN]->(v:Venue) RETURN v.name",
+    ]
     assert s_aggregate(joined, split) > s_align(joined, split)
     score = score_evidence(joined, split)
     assert score.s_evidence == pytest.approx(0.7 * score.s_align + 0.3 * score.s_aggregate)

@@ -1,4 +1,4 @@
-"""Answer metrics and the three rewards: SPEC §5's worked examples, bounds, TRL's calling style."""
+"""Answer metrics and the three rewards: GraphCert's worked examples, bounds, TRL's calling style."""
 
 from __future__ import annotations
 
@@ -24,12 +24,17 @@ OTHER = "MATCH (v:Venue) RETURN DISTINCT v.name ORDER BY v.name"
 
 
 def _cert(pred: str, gold: str, gold_ev, pred_ev, answer_type=None) -> float:
-    return graphcert_reward([f"<think>…</think><answer>{pred}</answer>"], answer=[gold],
-                            evidence_queries=[gold_ev], pred_evidence=[pred_ev], answer_type=[answer_type])[0]
+    return graphcert_reward(
+        [f"<think>…</think><answer>{pred}</answer>"],
+        answer=[gold],
+        evidence_queries=[gold_ev],
+        pred_evidence=[pred_ev],
+        answer_type=[answer_type],
+    )[0]
 
 
 def test_spec_worked_examples_to_the_third_decimal() -> None:
-    """SPEC §5 / the GraphCert source's table: (a, e) → R."""
+    """The GraphCert source's table: (a, e) → R."""
     assert _cert("nope", "x y", [Q], [Q]) == pytest.approx(0.100, abs=5e-4)  # a = 0, e = 1
     assert _cert("x z", "x y", [Q], [Q]) == pytest.approx(0.550, abs=5e-4)  # a = 0.5, e = 1
     assert _cert("x y", "x y", [Q], []) == pytest.approx(1.000, abs=5e-4)  # a = 1, e = 0
@@ -52,9 +57,12 @@ def test_graphcert_edge_cases() -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.text(max_size=30), st.text(min_size=1, max_size=30),
-       st.lists(st.sampled_from([Q, OTHER, "nonsense"]), max_size=3),
-       st.lists(st.sampled_from([Q, OTHER, "nonsense"]), max_size=3))
+@given(
+    st.text(max_size=30),
+    st.text(min_size=1, max_size=30),
+    st.lists(st.sampled_from([Q, OTHER, "nonsense"]), max_size=3),
+    st.lists(st.sampled_from([Q, OTHER, "nonsense"]), max_size=3),
+)
 def test_graphcert_bounds(pred: str, gold: str, gold_ev, pred_ev) -> None:
     text = f"<answer>{pred}</answer>"
     r = graphcert_reward([text], answer=[gold], evidence_queries=[gold_ev], pred_evidence=[pred_ev])[0]
@@ -73,17 +81,21 @@ def test_graphdancer_truth_table() -> None:
     assert r == [1.0, pytest.approx(0.8), pytest.approx(0.1), 0.0, 0.0]
     # VF from the episode overrides parsing; a conversational completion is read turn by turn
     assert graphdancer_reward([bare], answer=["Paris"], valid_format=[True]) == [1.0]
-    convo = [{"role": "assistant", "content": "<think>look</think><graph>RetrieveNode[Paris]</graph>"},
-             {"role": "user", "content": "<information>…</information>"},
-             {"role": "assistant", "content": "<think>found</think><answer>Paris</answer>"}]
+    convo = [
+        {"role": "assistant", "content": "<think>look</think><graph>RetrieveNode[Paris]</graph>"},
+        {"role": "user", "content": "<information>…</information>"},
+        {"role": "assistant", "content": "<think>found</think><answer>Paris</answer>"},
+    ]
     assert graphdancer_reward([convo], answer=["paris"]) == [1.0]
     broken = convo[:2] + [{"role": "assistant", "content": "<graph>oops"}, convo[2]]
     assert graphdancer_reward([broken], answer=["paris"]) == [pytest.approx(0.8)]
 
 
-GOLD_IR = {"problem_type": "shortest_path",
-           "graph": {"data": {"A": {"B": 2, "C": 5}, "B": {"C": 3}}, "directed": False, "weighted": True},
-           "parameters": {"source": "A", "target": "C"}}
+GOLD_IR = {
+    "problem_type": "shortest_path",
+    "graph": {"data": {"A": {"B": 2, "C": 5}, "B": {"C": 3}}, "directed": False, "weighted": True},
+    "parameters": {"source": "A", "target": "C"},
+}
 
 
 def _with(data: dict) -> dict:
@@ -99,7 +111,9 @@ def test_grain_structure_scores() -> None:
     s = graph_structure_scores(_with({"A": {"B": 2, "C": 4}, "B": {"C": 3}}), GOLD_IR)
     assert s["node_f1"] == 1.0 and s["edge_f1"] == pytest.approx(2 / 3) and s["exact"] == 0.0
     # renamed nodes (an isomorphic graph under other names) recover no structure
-    s = graph_structure_scores(_with({"X": {"Y": 2, "Z": 5}, "Y": {"Z": 3}}) | {"parameters": {"source": "X", "target": "Z"}}, GOLD_IR)
+    s = graph_structure_scores(
+        _with({"X": {"Y": 2, "Z": 5}, "Y": {"Z": 3}}) | {"parameters": {"source": "X", "target": "Z"}}, GOLD_IR
+    )
     assert s == {"node_f1": 0.0, "edge_f1": 0.0, "exact": 0.0}
     assert graph_structure_scores("<graph>{bad json</graph>", GOLD_IR) == {"node_f1": 0.0, "edge_f1": 0.0, "exact": 0.0}
     with pytest.raises(ValueError, match="gold"):
@@ -109,10 +123,18 @@ def test_grain_structure_scores() -> None:
 def test_grain_reward_combination() -> None:
     call = "<graph>" + json.dumps(GOLD_IR) + "</graph>"
     half = "<graph>" + json.dumps(_with({"A": {"B": 2, "C": 4}, "B": {"C": 3}})) + "</graph>"
-    r = grain_reward([call + "Answer: 5", half + "<answer>5</answer>", call + "<answer>7</answer>", "<answer>5</answer>"],
-                     answer=["5"] * 4, gold_ir=[GOLD_IR] * 4)
+    r = grain_reward(
+        [call + "Answer: 5", half + "<answer>5</answer>", call + "<answer>7</answer>", "<answer>5</answer>"],
+        answer=["5"] * 4,
+        gold_ir=[GOLD_IR] * 4,
+    )
     structure_half = (1.0 + 2 / 3 + 0.0) / 3
-    assert r == [pytest.approx(1.0), pytest.approx(0.5 + 0.4 * structure_half + 0.1), pytest.approx(0.5), pytest.approx(0.5)]
+    assert r == [
+        pytest.approx(1.0),
+        pytest.approx(0.5 + 0.4 * structure_half + 0.1),
+        pytest.approx(0.5),
+        pytest.approx(0.5),
+    ]
     assert grain_reward([call], answer=["5"], gold_ir=[None]) == [None]
     assert all(0.0 <= x <= 1.0 for x in r)
 
@@ -123,8 +145,14 @@ def test_registry_and_trl_calling_style() -> None:
     with pytest.raises(KeyError, match="registered"):
         get_reward("nope")
     # TRL passes prompts, completion ids and every dataset column as keyword arguments
-    out = get_reward("graphdancer")(prompts=["q"] * 2, completions=["<answer>a</answer>", "x"], answer=["a", "a"],
-                                    completion_ids=[[1], [2]], trainer_state=None, question=["q", "q"])
+    out = get_reward("graphdancer")(
+        prompts=["q"] * 2,
+        completions=["<answer>a</answer>", "x"],
+        answer=["a", "a"],
+        completion_ids=[[1], [2]],
+        trainer_state=None,
+        question=["q", "q"],
+    )
     assert isinstance(out, list) and len(out) == 2 and all(isinstance(x, float) for x in out)
 
 

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from components.store import ArtifactRecord, Catalog
-from components.store.atomic import STAGING_PREFIX, StorageError, as_storage_error, relocate, staged_dir, sweep_staging
+from components.store.atomic import STAGING_PREFIX, StorageError, as_storage_error, staged_dir, sweep_staging
 
 
 def test_a_staged_folder_lands_whole_and_replaces_an_old_copy(tmp_path: Path) -> None:
@@ -26,9 +26,8 @@ def test_a_staged_folder_lands_whole_and_replaces_an_old_copy(tmp_path: Path) ->
         (tmp / "sub").mkdir()
         (tmp / "sub" / "b.txt").write_text("b")
         assert not (final / "a.txt").exists()  # invisible until the block ends
-        paths = relocate({"b": str(tmp / "sub" / "b.txt")}, tmp, final)
     assert sorted(p.name for p in final.iterdir()) == ["a.txt", "sub"]
-    assert Path(paths["b"]).read_text() == "b"
+    assert (final / "sub" / "b.txt").read_text() == "b"
     assert [p.name for p in final.parent.iterdir()] == ["fp"]  # no staging or old copy left
 
 
@@ -58,8 +57,12 @@ with staged_dir(Path(sys.argv[1])) as tmp:
 
 def test_a_writer_killed_midway_leaves_no_artifact_and_its_staging_is_swept(tmp_path: Path) -> None:
     final = tmp_path / "fp"
-    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(final)], stdout=subprocess.PIPE, text=True,
-                            cwd=Path(__file__).resolve().parents[3])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(final)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[3],
+    )
     assert proc.stdout.readline().strip() == "writing"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
@@ -119,8 +122,13 @@ def test_an_unwritable_catalog_is_a_clear_permission_error(tmp_path: Path) -> No
     os.chmod(tmp_path, 0o755)
     try:
         if os.geteuid() == 0:  # root ignores modes: run the reader as nobody
-            proc = subprocess.run([sys.executable, "-c", _AS_NOBODY, str(root / "sub" / "catalog.duckdb")],
-                                  capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[3])
+            proc = subprocess.run(
+                [sys.executable, "-c", _AS_NOBODY, str(root / "sub" / "catalog.duckdb")],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                cwd=Path(__file__).resolve().parents[3],
+            )
             out = proc.stdout + proc.stderr
         else:
             try:

@@ -43,8 +43,12 @@ def test_reset_renders_the_prompt(api: GraphCoT) -> None:
     prompt = env.reset(question="Who wrote 'Attention Is All You Need'?", answer="Ann Lee, Bob Stone")
     assert prompt.endswith("Question: Who wrote 'Attention Is All You Need'?")
     assert "(:Author)-[:WROTE]->(:Paper)" in prompt
-    for usage in ("RetrieveNode[keyword]", "NodeFeature[node_id, feature]", "NeighborCheck[node_id, neighbor_type]",
-                  "NodeDegree[node_id, neighbor_type]"):
+    for usage in (
+        "RetrieveNode[keyword]",
+        "NodeFeature[node_id, feature]",
+        "NeighborCheck[node_id, neighbor_type]",
+        "NodeDegree[node_id, neighbor_type]",
+    ):
         assert usage in prompt
     assert f"at most {T_MAX} graph calls" in prompt
     assert env.trace.row["answer"] == "Ann Lee, Bob Stone" and env.trace.rounds == []
@@ -89,15 +93,27 @@ def test_invalid_steps_are_answered_and_counted(api: GraphCoT) -> None:
     env.reset(question="q")
     steps = [
         ("I think it is Bob", MALFORMED_OUTPUT),
-        (call("Finish[Bob]"), "Invalid Action. Valid Actions are RetrieveNode[keyword], NeighborCheck[node_id, "
-         "neighbor_type], NodeFeature[node_id, feature_name], NodeDegree[node_id, neighbor_type]."),
-        (call("NodeFeature[ann]"), "There is something wrong with the arguments for node checking. "
-         "Expect: NodeFeature[node_id, feature_name]."),
+        (
+            call("Finish[Bob]"),
+            "Invalid Action. Valid Actions are RetrieveNode[keyword], NeighborCheck[node_id, "
+            "neighbor_type], NodeFeature[node_id, feature_name], NodeDegree[node_id, neighbor_type].",
+        ),
+        (
+            call("NodeFeature[ann]"),
+            "There is something wrong with the arguments for node checking. "
+            "Expect: NodeFeature[node_id, feature_name].",
+        ),
         (call("look up Ann"), "Invalid graph call. Expected Exactly One: FunctionName[args]."),
-        (call("NodeFeature[nobody, name]"), "The node or feature name does not exist in the graph. This might be "
-         "because your given feature name is not correct. Please modify it."),
-        (call("NodeDegree[ann, FRIEND]"), "The node or neighbor type does not exist in the graph. This might be "
-         "because your given neighbor type is not correct. Please modify it."),
+        (
+            call("NodeFeature[nobody, name]"),
+            "The node or feature name does not exist in the graph. This might be "
+            "because your given feature name is not correct. Please modify it.",
+        ),
+        (
+            call("NodeDegree[ann, FRIEND]"),
+            "The node or neighbor type does not exist in the graph. This might be "
+            "because your given neighbor type is not correct. Please modify it.",
+        ),
     ]
     for text, observation in steps:
         reply, done = env.step(text)
@@ -110,8 +126,14 @@ def test_invalid_steps_are_answered_and_counted(api: GraphCoT) -> None:
     assert kinds[:4] == [StepKind.INVALID_FORMAT, StepKind.INVALID_CALL, StepKind.INVALID_CALL, StepKind.INVALID_CALL]
     assert [r.executed for r in trace.rounds[:6]] == [False, False, False, False, True, True]
     codes = [r.call.error.code if r.call and r.call.error else None for r in trace.rounds[:6]]
-    assert codes == [None, ErrorCode.UNKNOWN_FUNCTION, ErrorCode.BAD_ARGUMENTS, ErrorCode.NOT_A_CALL,
-                     ErrorCode.UNKNOWN_NODE, ErrorCode.UNKNOWN_NEIGHBOR_TYPE]
+    assert codes == [
+        None,
+        ErrorCode.UNKNOWN_FUNCTION,
+        ErrorCode.BAD_ARGUMENTS,
+        ErrorCode.NOT_A_CALL,
+        ErrorCode.UNKNOWN_NODE,
+        ErrorCode.UNKNOWN_NEIGHBOR_TYPE,
+    ]
     assert trace.rounds[0].reason == "text outside tags: 'I think it is Bob'"
 
 
@@ -169,8 +191,9 @@ def test_trl_facing_class_exposes_only_reset_and_tools(api: GraphCoT) -> None:
     tools = factory()
     assert isinstance(tools, GraphCoTTools)
     # TRL's rule: every public function of the class except reset / get_reward is a tool.
-    public = {name for name, _ in inspect.getmembers(GraphCoTTools, predicate=inspect.isfunction)
-              if not name.startswith("_")}
+    public = {
+        name for name, _ in inspect.getmembers(GraphCoTTools, predicate=inspect.isfunction) if not name.startswith("_")
+    }
     assert public == {"reset", "retrieve_node", "node_feature", "neighbour_check", "node_degree"}
     for name in public - {"reset"}:
         doc = inspect.getdoc(getattr(GraphCoTTools, name)) or ""

@@ -23,8 +23,10 @@ def test_registry_names_all_three_tool_sets() -> None:
 def py_env(ladybug_backend):
     schema = ladybug_backend.schema()
     env = PythonCypherEnvironment(
-        ReadOnlyQueryPath(ladybug_backend, schema=schema), schema,
-        limits=SandboxLimits(cell_timeout_s=5), max_rounds=3,
+        ReadOnlyQueryPath(ladybug_backend, schema=schema),
+        schema,
+        limits=SandboxLimits(cell_timeout_s=5),
+        max_rounds=3,
     )
     yield env
     env.close()
@@ -64,7 +66,12 @@ def test_python_cypher_loop_limit_and_invalid_format(py_env) -> None:
 
 IR = {
     "problem_type": "shortest_path",
-    "graph": {"type": "adjacency_list", "data": {"A": {"B": 2, "C": 5}, "B": {"C": 1}}, "directed": False, "weighted": True},
+    "graph": {
+        "type": "adjacency_list",
+        "data": {"A": {"B": 2, "C": 5}, "B": {"C": 1}},
+        "directed": False,
+        "weighted": True,
+    },
     "parameters": {"source": "A", "target": "C"},
 }
 
@@ -74,7 +81,7 @@ def test_graph_ir_episode() -> None:
     assert env.reset(question="Cheapest route from A to C?") == "Cheapest route from A to C?"
     reply, done = env.step(f"<think>build it</think><graph>{json.dumps(IR)}</graph>")
     assert not done and reply.startswith("\n\n<result>")
-    result = json.loads(reply.strip()[len("<result>"):-len("</result>")])
+    result = json.loads(reply.strip()[len("<result>") : -len("</result>")])
     assert result["answer"]["path"] == ["A", "B", "C"] and result["optimal"] is True
     reply, done = env.step("<graph>{not json</graph>")
     assert not done and env.trace.rounds[-1].call is not None and not env.trace.rounds[-1].call.ok

@@ -266,8 +266,7 @@ def test_unknown_function_and_bad_arguments(api: GraphCoT) -> None:
     bad = api.call("NodeDegree", ("ann",))
     assert bad.error is not None and bad.error.code is ErrorCode.BAD_ARGUMENTS
     assert bad.observation == (
-        "There is something wrong with the arguments for degree checking. "
-        "Expect: NodeDegree[node_id, neighbor_type]."
+        "There is something wrong with the arguments for degree checking. Expect: NodeDegree[node_id, neighbor_type]."
     )
 
 

@@ -45,14 +45,23 @@ NAME_POOL = ["a", "B", "n2", "n10", "n1", "Z", "x3", "x20", "m", "k01", "k1", "7
 # --------------------------------------------------------------------------------------------
 
 
-def ir_dict(ptype: str, edges: Iterable[Edge], *, nodes: Iterable[str] = (), directed: bool = False,
-            weighted: bool = True, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def ir_dict(
+    ptype: str,
+    edges: Iterable[Edge],
+    *,
+    nodes: Iterable[str] = (),
+    directed: bool = False,
+    weighted: bool = True,
+    params: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     data: dict[str, dict[str, Any]] = {n: {} for n in nodes}
     for u, v, w in edges:
         data.setdefault(u, {})[v] = w
-    return {"problem_type": ptype,
-            "graph": {"type": "adjacency_list", "data": data, "directed": directed, "weighted": weighted},
-            "parameters": params or {}}
+    return {
+        "problem_type": ptype,
+        "graph": {"type": "adjacency_list", "data": data, "directed": directed, "weighted": weighted},
+        "parameters": params or {},
+    }
 
 
 def make_ir(ptype: str, edges: Iterable[Edge], **kw: Any) -> GraphIR:
@@ -61,9 +70,15 @@ def make_ir(ptype: str, edges: Iterable[Edge], **kw: Any) -> GraphIR:
     return ir
 
 
-def random_graph(rng: random.Random, n: int, p: float, *, directed: bool = False,
-                 weights: Sequence[Any] = (1, 2, 3, 4, 5, 6, 7, 8, 9),
-                 names: Sequence[str] | None = None) -> tuple[list[str], list[Edge]]:
+def random_graph(
+    rng: random.Random,
+    n: int,
+    p: float,
+    *,
+    directed: bool = False,
+    weights: Sequence[Any] = (1, 2, 3, 4, 5, 6, 7, 8, 9),
+    names: Sequence[str] | None = None,
+) -> tuple[list[str], list[Edge]]:
     nodes = list(names[:n]) if names else [f"n{i}" for i in range(n)]
     pairs = itertools.permutations(nodes, 2) if directed else itertools.combinations(nodes, 2)
     edges = [(u, v, rng.choice(weights)) for u, v in pairs if rng.random() < p]
@@ -167,8 +182,12 @@ def milp_vertex_cover_size(nodes: list[str], edges: list[Edge]) -> int:
     a = np.zeros((len(edges), len(nodes)))
     for r, (u, v, _) in enumerate(edges):
         a[r, idx[u]] = a[r, idx[v]] = 1
-    res = milp(np.ones(len(nodes)), integrality=np.ones(len(nodes)), bounds=Bounds(0, 1),
-               constraints=[LinearConstraint(a, 1, np.inf)] if edges else [])
+    res = milp(
+        np.ones(len(nodes)),
+        integrality=np.ones(len(nodes)),
+        bounds=Bounds(0, 1),
+        constraints=[LinearConstraint(a, 1, np.inf)] if edges else [],
+    )
     assert res.status == 0
     return round(res.fun)
 
@@ -219,10 +238,9 @@ PAPER_CALL = """<think>...</think>
 def test_paper_example_round_trip() -> None:
     out = run_graph_tool(PAPER_CALL)
     assert out.startswith("<result>") and out.endswith("</result>")
-    body = json.loads(out[len("<result>"):-len("</result>")])
+    body = json.loads(out[len("<result>") : -len("</result>")])
     assert body["status"] == "ok" and body["method"] == "dijkstra" and body["optimal"] is True
-    assert body["answer"]["path"] == ["Xundral View", "Trelvon Bay", "Copper Clock Square",
-                                      "Zaphrel Summit"]
+    assert body["answer"]["path"] == ["Xundral View", "Trelvon Bay", "Copper Clock Square", "Zaphrel Summit"]
     assert body["answer"]["total_weight"] == 16
     ir = parse_graph_ir(PAPER_CALL)
     assert isinstance(ir, GraphIR)
@@ -233,7 +251,7 @@ def test_paper_example_round_trip() -> None:
 
 def test_error_observation_is_a_result_block() -> None:
     out = run_graph_tool("<graph>{not json}</graph>")
-    body = json.loads(out[len("<result>"):-len("</result>")])
+    body = json.loads(out[len("<result>") : -len("</result>")])
     assert body["status"] == "error" and body["code"] == "invalid_json"
 
 
@@ -244,9 +262,15 @@ def test_code_fences_and_bare_json_are_accepted() -> None:
 
 
 def test_docstring_examples() -> None:
-    import components.tools.graph_ir as module
+    import importlib
+    import pkgutil
 
-    failures, tried = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    import components.tools.graph_ir as package
+
+    failures = tried = 0
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        result = doctest.testmod(importlib.import_module(info.name), optionflags=doctest.NORMALIZE_WHITESPACE)
+        failures, tried = failures + result.failed, tried + result.attempted
     assert tried >= 10 and failures == 0
 
 
@@ -260,15 +284,13 @@ def test_integral_floats_are_ints_and_decimals_stay_exact() -> None:
 
 
 def test_to_networkx_and_canonical_dict() -> None:
-    ir = make_ir("shortest_path", [("b", "a", 2.5), ("a", "c", 1)],
-                 params={"source": "a", "target": "b"})
+    ir = make_ir("shortest_path", [("b", "a", 2.5), ("a", "c", 1)], params={"source": "a", "target": "b"})
     g = to_networkx(ir)
     assert not g.is_directed() and list(g.nodes) == ["a", "b", "c"]
     assert g["b"]["a"]["weight"] == 2.5 and g.number_of_edges() == 2
     again = validate_ir(ir.to_dict())
     assert again == ir
-    dg = to_networkx(make_ir("bfs", [("b", "a", 1)], directed=True, weighted=False,
-                             params={"source": "a"}))
+    dg = to_networkx(make_ir("bfs", [("b", "a", 1)], directed=True, weighted=False, params={"source": "a"}))
     assert dg.is_directed() and list(dg.edges) == [("b", "a")]
 
 
@@ -283,11 +305,11 @@ def test_shortest_path_matches_brute_force(directed: bool) -> None:
     weights = (0, 1, 1, 2, 3, 0.5, 0.25, 1.5)  # zeros and decimals force the tie-breaks
     for trial in range(60):
         n = rng.randint(1, 8)
-        nodes, edges = random_graph(rng, n, rng.choice([0.2, 0.4, 0.7]), directed=directed,
-                                    weights=weights, names=NAME_POOL)
+        nodes, edges = random_graph(
+            rng, n, rng.choice([0.2, 0.4, 0.7]), directed=directed, weights=weights, names=NAME_POOL
+        )
         s, t = rng.choice(nodes), rng.choice(nodes)
-        ir = make_ir("shortest_path", edges, nodes=nodes, directed=directed,
-                     params={"source": s, "target": t})
+        ir = make_ir("shortest_path", edges, nodes=nodes, directed=directed, params={"source": s, "target": t})
         result = solve(ir)
         path, cost = brute_shortest_path(nodes, edges, directed, s, t)
         if path is None:
@@ -307,25 +329,25 @@ def test_shortest_path_many_equal_paths_takes_lexicographically_smallest() -> No
     grid = nx.grid_2d_graph(3, 3)
     name = {(r, c): f"r{r}c{c}" for r, c in grid.nodes}
     edges = [(name[u], name[v], 1) for u, v in grid.edges]
-    ans = ok(solve(make_ir("shortest_path", edges, weighted=False,
-                           params={"source": "r2c2", "target": "r0c0"})))
+    ans = ok(solve(make_ir("shortest_path", edges, weighted=False, params={"source": "r2c2", "target": "r0c0"})))
     assert ans.path == ["r2c2", "r1c2", "r0c2", "r0c1", "r0c0"]
     rng = random.Random(17)
     for _ in range(40):
         directed = rng.random() < 0.5
-        nodes, edges = random_graph(rng, rng.randint(2, 8), 0.45, directed=directed,
-                                    weights=(1,), names=NAME_POOL)
+        nodes, edges = random_graph(rng, rng.randint(2, 8), 0.45, directed=directed, weights=(1,), names=NAME_POOL)
         s, t = rng.sample(nodes, 2)
-        ir = make_ir("shortest_path", edges, nodes=nodes, directed=directed, weighted=False,
-                     params={"source": s, "target": t})
+        ir = make_ir(
+            "shortest_path", edges, nodes=nodes, directed=directed, weighted=False, params={"source": s, "target": t}
+        )
         path, _ = brute_shortest_path(nodes, edges, directed, s, t)
         assert solve(ir).answer.path == (path or [])
 
 
 def test_shortest_path_exact_decimal_ties() -> None:
     # exact: 0.7 + 0.1 == 0.8, a tie broken by fewer edges; float says 0.7999999999999999 < 0.8
-    ir = make_ir("shortest_path", [("A", "C", 0.8), ("A", "B", 0.7), ("B", "C", 0.1)],
-                 params={"source": "A", "target": "C"})
+    ir = make_ir(
+        "shortest_path", [("A", "C", 0.8), ("A", "B", 0.7), ("B", "C", 0.1)], params={"source": "A", "target": "C"}
+    )
     ans = ok(solve(ir))
     assert ans.path == ["A", "C"] and ans.total_weight == 0.8 and ans.exact_arithmetic
     inexact = make_ir("shortest_path", [("A", "B", 1e-7)], params={"source": "A", "target": "B"})
@@ -351,10 +373,12 @@ def test_coloring_matches_brute_force() -> None:
 # Graphs on which the greedy DSATUR colouring (the search's first incumbent) is NOT optimal,
 # so the branch and bound has to find the better colouring: (chromatic number, edges).
 GREEDY_SUBOPTIMAL = [
-    (4, "n0-n2 n0-n4 n0-n5 n0-n6 n0-n8 n1-n2 n1-n3 n1-n4 n1-n7 n2-n3 n2-n6 n2-n7 n3-n4 n3-n7 "
-        "n4-n5 n5-n6 n5-n8 n6-n7"),
-    (3, "n0-n3 n0-n5 n0-n7 n1-n3 n1-n6 n1-n8 n1-n9 n2-n3 n2-n5 n2-n8 n3-n4 n3-n5 n4-n6 n4-n8 "
-        "n5-n6 n6-n7 n6-n8 n7-n8 n7-n9"),
+    (4, "n0-n2 n0-n4 n0-n5 n0-n6 n0-n8 n1-n2 n1-n3 n1-n4 n1-n7 n2-n3 n2-n6 n2-n7 n3-n4 n3-n7 n4-n5 n5-n6 n5-n8 n6-n7"),
+    (
+        3,
+        "n0-n3 n0-n5 n0-n7 n1-n3 n1-n6 n1-n8 n1-n9 n2-n3 n2-n5 n2-n8 n3-n4 n3-n5 n4-n6 n4-n8 "
+        "n5-n6 n6-n7 n6-n8 n7-n8 n7-n9",
+    ),
     (3, "n0-n1 n0-n3 n0-n4 n0-n5 n1-n3 n1-n4 n1-n8 n2-n8 n3-n6 n4-n7 n4-n9 n5-n6 n5-n7 n6-n7"),
 ]
 
@@ -370,11 +394,20 @@ def test_coloring_improves_on_greedy(chi: int, spec: str) -> None:
 
 
 def test_coloring_known_graphs() -> None:
-    cases = [(nx.mycielski_graph(4), 4), (nx.petersen_graph(), 3), (nx.cycle_graph(7), 3),
-             (nx.complete_graph(6), 6), (nx.empty_graph(3), 1)]
+    cases = [
+        (nx.mycielski_graph(4), 4),
+        (nx.petersen_graph(), 3),
+        (nx.cycle_graph(7), 3),
+        (nx.complete_graph(6), 6),
+        (nx.empty_graph(3), 1),
+    ]
     for graph, chi in cases:
-        ir = make_ir("coloring", [(str(u), str(v), 1) for u, v in graph.edges],
-                     nodes=[str(v) for v in graph.nodes], weighted=False)
+        ir = make_ir(
+            "coloring",
+            [(str(u), str(v), 1) for u, v in graph.edges],
+            nodes=[str(v) for v in graph.nodes],
+            weighted=False,
+        )
         ans = ok(solve(ir))
         assert ans.num_colors == chi
         assert_proper_coloring(ir, ans.coloring, chi)
@@ -385,8 +418,7 @@ def test_vertex_cover_matches_brute_force_including_tie_break() -> None:
     for _ in range(80):
         n = rng.randint(1, 9)
         directed = rng.random() < 0.2
-        nodes, edges = random_graph(rng, n, rng.choice([0.2, 0.4, 0.7]), directed=directed,
-                                    names=NAME_POOL)
+        nodes, edges = random_graph(rng, n, rng.choice([0.2, 0.4, 0.7]), directed=directed, names=NAME_POOL)
         ir = make_ir("vertex_cover", edges, nodes=nodes, directed=directed)
         result = solve(ir)
         ans = ok(result)
@@ -400,8 +432,9 @@ def test_tsp_held_karp_matches_brute_force(directed: bool) -> None:
     rng = random.Random(3 + directed)
     for _ in range(40):
         n = rng.randint(1, 8)
-        nodes, edges = random_graph(rng, n, rng.choice([0.5, 0.8, 1.0]), directed=directed,
-                                    weights=(1, 2, 3, 5, 8, -1, 2.5), names=NAME_POOL)
+        nodes, edges = random_graph(
+            rng, n, rng.choice([0.5, 0.8, 1.0]), directed=directed, weights=(1, 2, 3, 5, 8, -1, 2.5), names=NAME_POOL
+        )
         start = rng.choice(nodes)
         ir = make_ir("tsp", edges, nodes=nodes, directed=directed, params={"start": start})
         result = solve(ir)
@@ -421,8 +454,9 @@ def test_tsp_milp_matches_brute_force(directed: bool) -> None:
     milp_only = SolveOptions(held_karp_max_nodes=0)
     for _ in range(20):
         n = rng.randint(3, 8)
-        nodes, edges = random_graph(rng, n, rng.choice([0.6, 1.0]), directed=directed,
-                                    weights=(1, 2, 3, 5, 8, 13, 0.5), names=NAME_POOL)
+        nodes, edges = random_graph(
+            rng, n, rng.choice([0.6, 1.0]), directed=directed, weights=(1, 2, 3, 5, 8, 13, 0.5), names=NAME_POOL
+        )
         start = nodes[0]
         ir = make_ir("tsp", edges, nodes=nodes, directed=directed, params={"start": start})
         result = solve(ir, milp_only)
@@ -456,8 +490,7 @@ def test_bfs_hand_computed() -> None:
     assert ans.order == ["s", "n2", "n10", "x", "b"]  # n2 before n10: natural order
     assert ans.layers == [["s"], ["n2", "n10"], ["x", "b"]]
     assert ans.unreached == ["lonely"]
-    directed = make_ir("bfs", [("a", "b", 1), ("c", "a", 1)], directed=True, weighted=False,
-                       params={"source": "a"})
+    directed = make_ir("bfs", [("a", "b", 1), ("c", "a", 1)], directed=True, weighted=False, params={"source": "a"})
     assert ok(solve(directed)).order == ["a", "b"]
 
 
@@ -467,10 +500,10 @@ def test_bfs_matches_networkx_sorted_neighbours() -> None:
         directed = rng.random() < 0.5
         nodes, edges = random_graph(rng, rng.randint(1, 12), 0.3, directed=directed, names=None)
         src = rng.choice(nodes)
-        ir = make_ir("bfs", edges, nodes=nodes, directed=directed, weighted=False,
-                     params={"source": src})
-        expected = [src] + [v for _, v in nx.bfs_edges(
-            to_networkx(ir), src, sort_neighbors=lambda ns: sorted(ns, key=natural_key))]
+        ir = make_ir("bfs", edges, nodes=nodes, directed=directed, weighted=False, params={"source": src})
+        expected = [src] + [
+            v for _, v in nx.bfs_edges(to_networkx(ir), src, sort_neighbors=lambda ns: sorted(ns, key=natural_key))
+        ]
         assert ok(solve(ir)).order == expected
 
 
@@ -484,22 +517,31 @@ def test_centrality_hand_computed() -> None:
     assert btw.kind == "betweenness" and btw.scores == {"a": 0.0, "b": 1.0, "c": 0.0}
     clo = ok(solve(make_ir("centrality", path, weighted=False, params={"type": "closeness"})))
     assert clo.scores == {"a": round(2 / 3, 6), "b": 1.0, "c": round(2 / 3, 6)}
-    tie = ok(solve(make_ir("centrality", [("a", "b", 1), ("c", "d", 1)],
-                           params={"centrality": "degree", "top_k": 3, "nodes": ["d", "a"]})))
+    tie = ok(
+        solve(
+            make_ir(
+                "centrality",
+                [("a", "b", 1), ("c", "d", 1)],
+                params={"centrality": "degree", "top_k": 3, "nodes": ["d", "a"]},
+            )
+        )
+    )
     third = round(1 / 3, 6)
     assert tie.max_nodes == ["a", "b", "c", "d"] and tie.top_k == [["a", third], ["b", third], ["c", third]]
     assert tie.requested == {"a": third, "d": third}
-    d = make_ir("centrality", [("a", "b", 1), ("c", "b", 1)], directed=True,
-                params={"kind": "in_degree"})
+    d = make_ir("centrality", [("a", "b", 1), ("c", "b", 1)], directed=True, params={"kind": "in_degree"})
     assert ok(solve(d)).max_nodes == ["b"]
 
 
-@pytest.mark.parametrize("kind,fn", [
-    ("degree", lambda g: nx.degree_centrality(g)),
-    ("betweenness", lambda g: nx.betweenness_centrality(g, weight="weight")),
-    ("closeness", lambda g: nx.closeness_centrality(g, distance="weight")),
-    ("pagerank", lambda g: nx.pagerank(g, weight="weight", tol=1e-12, max_iter=10_000)),
-])
+@pytest.mark.parametrize(
+    "kind,fn",
+    [
+        ("degree", lambda g: nx.degree_centrality(g)),
+        ("betweenness", lambda g: nx.betweenness_centrality(g, weight="weight")),
+        ("closeness", lambda g: nx.closeness_centrality(g, distance="weight")),
+        ("pagerank", lambda g: nx.pagerank(g, weight="weight", tol=1e-12, max_iter=10_000)),
+    ],
+)
 def test_centrality_matches_networkx(kind: str, fn: Any) -> None:
     rng = random.Random(9)
     for _ in range(10):
@@ -539,8 +581,14 @@ def _shuffled_dict(rng: random.Random, d: dict[str, Any], directed: bool) -> dic
     rng.shuffle(edges)
     nodes = list(d["graph"]["data"])
     rng.shuffle(nodes)
-    out = ir_dict(d["problem_type"], edges, nodes=nodes, directed=directed,
-                  weighted=d["graph"]["weighted"], params=dict(d["parameters"]))
+    out = ir_dict(
+        d["problem_type"],
+        edges,
+        nodes=nodes,
+        directed=directed,
+        weighted=d["graph"]["weighted"],
+        params=dict(d["parameters"]),
+    )
     return out
 
 
@@ -556,14 +604,12 @@ def test_same_ir_any_insertion_order_gives_identical_result(ptype: str) -> None:
             other = validate_ir(_shuffled_dict(rng, d, False))
             assert other == validate_ir(d)
             assert solve(other) == first
-            assert run_graph_tool(f"<graph>{json.dumps(d)}</graph>") == \
-                f"<result>{first.to_json()}</result>"
+            assert run_graph_tool(f"<graph>{json.dumps(d)}</graph>") == f"<result>{first.to_json()}</result>"
 
 
 def _rename(d: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
     data = {mapping[u]: {mapping[v]: w for v, w in nbrs.items()} for u, nbrs in d["graph"]["data"].items()}
-    params = {k: (mapping[v] if isinstance(v, str) and v in mapping else v)
-              for k, v in d["parameters"].items()}
+    params = {k: (mapping[v] if isinstance(v, str) and v in mapping else v) for k, v in d["parameters"].items()}
     return {**d, "graph": {**d["graph"], "data": data}, "parameters": params}
 
 
@@ -577,9 +623,14 @@ def _map_names(value: Any, mapping: dict[str, str]) -> Any:
 
 def _optimum(result: SolverResult) -> Any:
     a = result.answer
-    return {"shortest_path": lambda: a.total_weight, "graph_coloring": lambda: a.num_colors,
-            "tsp": lambda: a.total_weight, "vertex_cover": lambda: a.size,
-            "bfs": lambda: len(a.order), "centrality": lambda: a.max_score}[result.problem_type]()
+    return {
+        "shortest_path": lambda: a.total_weight,
+        "graph_coloring": lambda: a.num_colors,
+        "tsp": lambda: a.total_weight,
+        "vertex_cover": lambda: a.size,
+        "bfs": lambda: len(a.order),
+        "centrality": lambda: a.max_score,
+    }[result.problem_type]()
 
 
 @pytest.mark.parametrize("ptype", list(SOLVERS))
@@ -624,8 +675,7 @@ BAD_CALLS: list[tuple[str, Any]] = [
     ("not_an_object", _call({"problem_type": "bfs", "graph": []})),
     ("not_an_object", _call({"problem_type": "bfs", "graph": {**G_OK, "data": [["a", "b"]]}})),
     ("duplicate_key", '<graph>{"problem_type": "bfs", "problem_type": "tsp"}</graph>'),
-    ("duplicate_key", _call({"problem_type": "bfs", "graph": {**G_OK, "weighted": False,
-                                                            "data": {"a": ["b", "b"]}}})),
+    ("duplicate_key", _call({"problem_type": "bfs", "graph": {**G_OK, "weighted": False, "data": {"a": ["b", "b"]}}})),
     ("missing_key", _call({"graph": G_OK})),
     ("missing_key", _call({"problem_type": "bfs"})),
     ("missing_key", _call({"problem_type": "bfs", "graph": {"directed": False, "weighted": True}})),
@@ -638,44 +688,65 @@ BAD_CALLS: list[tuple[str, Any]] = [
     ("unsupported_format", _call({"problem_type": "bfs", "graph": {**G_OK, "type": "edge_list"}})),
     ("unknown_problem_type", _call({"problem_type": "max_flow", "graph": G_OK})),
     ("bad_node_name", _call({"problem_type": "bfs", "graph": {**G_OK, "data": {"": {}}}})),
-    ("bad_node_name", _call({"problem_type": "bfs", "graph": {**G_OK, "weighted": False,
-                                                            "data": {"a": [["b"]]}}})),
+    ("bad_node_name", _call({"problem_type": "bfs", "graph": {**G_OK, "weighted": False, "data": {"a": [["b"]]}}})),
     ("bad_weight", _call({"problem_type": "tsp", "graph": {**G_OK, "data": {"a": {"b": "3"}}}})),
     ("bad_weight", _call({"problem_type": "tsp", "graph": {**G_OK, "data": {"a": {"b": True}}}})),
     ("bad_weight", _call({"problem_type": "tsp", "graph": {**G_OK, "data": {"a": {"b": None}}}})),
-    ("bad_weight", '<graph>{"problem_type": "tsp", "graph": {"type": "adjacency_list", "data": '
-                   '{"a": {"b": NaN}}, "directed": false, "weighted": true}}</graph>'),
+    (
+        "bad_weight",
+        '<graph>{"problem_type": "tsp", "graph": {"type": "adjacency_list", "data": '
+        '{"a": {"b": NaN}}, "directed": false, "weighted": true}}</graph>',
+    ),
     ("bad_weight", _call({"problem_type": "tsp", "graph": {**G_OK, "data": {"a": ["b"]}}})),
-    ("negative_weight", _call({"problem_type": "shortest_path",
-                               "graph": {**G_OK, "data": {"a": {"b": -1}}},
-                               "parameters": {"source": "a", "target": "b"}})),
-    ("negative_weight", _call({"problem_type": "centrality",
-                               "graph": {**G_OK, "data": {"a": {"b": -1}}},
-                               "parameters": {"kind": "closeness"}})),
-    ("conflicting_weights", _call({"problem_type": "tsp",
-                                   "graph": {**G_OK, "data": {"a": {"b": 1}, "b": {"a": 2}}}})),
+    (
+        "negative_weight",
+        _call(
+            {
+                "problem_type": "shortest_path",
+                "graph": {**G_OK, "data": {"a": {"b": -1}}},
+                "parameters": {"source": "a", "target": "b"},
+            }
+        ),
+    ),
+    (
+        "negative_weight",
+        _call(
+            {
+                "problem_type": "centrality",
+                "graph": {**G_OK, "data": {"a": {"b": -1}}},
+                "parameters": {"kind": "closeness"},
+            }
+        ),
+    ),
+    ("conflicting_weights", _call({"problem_type": "tsp", "graph": {**G_OK, "data": {"a": {"b": 1}, "b": {"a": 2}}}})),
     ("self_loop", _call({"problem_type": "coloring", "graph": {**G_OK, "data": {"a": {"a": 1}}}})),
     ("empty_graph", _call({"problem_type": "coloring", "graph": {**G_OK, "data": {}}})),
-    ("too_large", _call({"problem_type": "coloring",
-                         "graph": {**G_OK, "data": {f"v{i}": {} for i in range(201)}}})),
+    ("too_large", _call({"problem_type": "coloring", "graph": {**G_OK, "data": {f"v{i}": {} for i in range(201)}}})),
     ("too_large", "<graph>" + " " * 1_000_001 + "</graph>"),
-    ("missing_parameter", _call({"problem_type": "shortest_path", "graph": G_OK,
-                                 "parameters": {"source": "a"}})),
+    ("missing_parameter", _call({"problem_type": "shortest_path", "graph": G_OK, "parameters": {"source": "a"}})),
     ("missing_parameter", _call({"problem_type": "bfs", "graph": G_OK})),
-    ("bad_parameter", _call({"problem_type": "centrality", "graph": G_OK,
-                             "parameters": {"kind": "eigenvector"}})),
-    ("bad_parameter", _call({"problem_type": "centrality", "graph": G_OK,
-                             "parameters": {"kind": "degree", "top_k": 0}})),
-    ("bad_parameter", _call({"problem_type": "shortest_path", "graph": G_OK,
-                             "parameters": {"source": "a", "start": "b", "target": "b"}})),
+    ("bad_parameter", _call({"problem_type": "centrality", "graph": G_OK, "parameters": {"kind": "eigenvector"}})),
+    (
+        "bad_parameter",
+        _call({"problem_type": "centrality", "graph": G_OK, "parameters": {"kind": "degree", "top_k": 0}}),
+    ),
+    (
+        "bad_parameter",
+        _call(
+            {"problem_type": "shortest_path", "graph": G_OK, "parameters": {"source": "a", "start": "b", "target": "b"}}
+        ),
+    ),
     ("bad_parameter", _call({"problem_type": "bfs", "graph": G_OK, "parameters": {"source": ["a"]}})),
-    ("bad_parameter", _call({"problem_type": "betweenness_centrality", "graph": G_OK,
-                             "parameters": {"kind": "degree"}})),
-    ("unknown_node", _call({"problem_type": "shortest_path", "graph": G_OK,
-                            "parameters": {"source": "a", "target": "zz"}})),
+    (
+        "bad_parameter",
+        _call({"problem_type": "betweenness_centrality", "graph": G_OK, "parameters": {"kind": "degree"}}),
+    ),
+    (
+        "unknown_node",
+        _call({"problem_type": "shortest_path", "graph": G_OK, "parameters": {"source": "a", "target": "zz"}}),
+    ),
     ("unknown_node", _call({"problem_type": "tsp", "graph": G_OK, "parameters": {"start": "q"}})),
-    ("unknown_node", _call({"problem_type": "centrality", "graph": G_OK,
-                            "parameters": {"nodes": ["a", "nope"]}})),
+    ("unknown_node", _call({"problem_type": "centrality", "graph": G_OK, "parameters": {"nodes": ["a", "nope"]}})),
 ]
 
 
@@ -694,9 +765,15 @@ def test_battery_covers_every_user_facing_code() -> None:
 
 
 def test_lenient_forms_and_warnings() -> None:
-    ir = parse_graph_ir(_call({"problem_type": "Shortest-Path", "graph": {
-        "data": {"1": {"2": 5}, "2": {"1": 5}}, "directed": False, "weighted": False},
-        "parameters": {"from": 1, "to": 2, "algorithm": "bellman_ford", "colour": "red"}}))
+    ir = parse_graph_ir(
+        _call(
+            {
+                "problem_type": "Shortest-Path",
+                "graph": {"data": {"1": {"2": 5}, "2": {"1": 5}}, "directed": False, "weighted": False},
+                "parameters": {"from": 1, "to": 2, "algorithm": "bellman_ford", "colour": "red"},
+            }
+        )
+    )
     assert isinstance(ir, GraphIR)
     assert ir.problem_type == "shortest_path" and ir.edges == (("1", "2", 1),)
     assert ir.parameters == {"source": "1", "target": "2"}
@@ -706,8 +783,7 @@ def test_lenient_forms_and_warnings() -> None:
     assert result.warnings == ir.warnings and result.to_dict()["warnings"] == list(ir.warnings)
     central = parse_graph_ir(_call({"problem_type": "centrality", "graph": G_OK}))
     assert central.parameters == {"kind": "degree"} and central.warnings
-    algo = parse_graph_ir(_call({"problem_type": "centrality", "graph": G_OK,
-                                 "parameters": {"algorithm": "PageRank"}}))
+    algo = parse_graph_ir(_call({"problem_type": "centrality", "graph": G_OK, "parameters": {"algorithm": "PageRank"}}))
     assert algo.parameters == {"kind": "pagerank"}
     neg_tsp = parse_graph_ir(_call({"problem_type": "tsp", "graph": {**G_OK, "data": {"a": {"b": -2}}}}))
     assert isinstance(neg_tsp, GraphIR)
@@ -723,21 +799,49 @@ def test_parse_never_raises_on_random_text(text: str) -> None:
 
 
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=True) | st.sampled_from(
-        ["a", "b", "c", "", "bfs", "tsp", "source", "adjacency_list"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["a", "b", "c", "problem_type", "graph", "data", "directed", "weighted",
-                         "parameters", "source", "target", "kind", "type"]), inner, max_size=4),
-    max_leaves=12)
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=True)
+    | st.sampled_from(["a", "b", "c", "", "bfs", "tsp", "source", "adjacency_list"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "a",
+                    "b",
+                    "c",
+                    "problem_type",
+                    "graph",
+                    "data",
+                    "directed",
+                    "weighted",
+                    "parameters",
+                    "source",
+                    "target",
+                    "kind",
+                    "type",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(list(SOLVERS) + ["coloring", "x"]), _json, _json, st.booleans(), st.booleans())
-def test_validate_never_raises_and_valid_irs_solve(ptype: str, data: Any, params: Any,
-                                                   directed: bool, weighted: bool) -> None:
-    obj = {"problem_type": ptype, "graph": {"type": "adjacency_list", "data": data,
-                                            "directed": directed, "weighted": weighted},
-           "parameters": params}
+def test_validate_never_raises_and_valid_irs_solve(
+    ptype: str, data: Any, params: Any, directed: bool, weighted: bool
+) -> None:
+    obj = {
+        "problem_type": ptype,
+        "graph": {"type": "adjacency_list", "data": data, "directed": directed, "weighted": weighted},
+        "parameters": params,
+    }
     result = validate_ir(obj)
     assert isinstance(result, (GraphIR, IRError))
     if isinstance(result, IRError):
@@ -758,15 +862,14 @@ def test_sixty_node_coloring_and_vertex_cover_within_budget() -> None:
     for p in (0.1, 0.25):
         nodes, edges = random_graph(rng, 60, p)
         began = time.perf_counter()
-        col = solve(make_ir("graph_coloring", edges, nodes=nodes, weighted=False),
-                    SolveOptions(time_limit_s=10))
-        vc = solve(make_ir("vertex_cover", edges, nodes=nodes, weighted=False),
-                   SolveOptions(time_limit_s=10))
+        col = solve(make_ir("graph_coloring", edges, nodes=nodes, weighted=False), SolveOptions(time_limit_s=10))
+        vc = solve(make_ir("vertex_cover", edges, nodes=nodes, weighted=False), SolveOptions(time_limit_s=10))
         assert time.perf_counter() - began < 5
         assert col.status == "ok" and col.optimal is True
         assert col.answer.num_colors >= col.answer.lower_bound
-        assert_proper_coloring(make_ir("graph_coloring", edges, nodes=nodes), col.answer.coloring,
-                               col.answer.num_colors)
+        assert_proper_coloring(
+            make_ir("graph_coloring", edges, nodes=nodes), col.answer.coloring, col.answer.num_colors
+        )
         assert vc.status == "ok" and vc.optimal is True and vc.answer.canonical
         assert_cover(make_ir("vertex_cover", edges, nodes=nodes), vc.answer.cover)
         graph = nx.Graph()
@@ -781,8 +884,7 @@ def test_sixty_node_coloring_and_vertex_cover_within_budget() -> None:
 def test_tsp_at_and_above_its_cap() -> None:
     rng = random.Random(61)
     pts = [(rng.random() * 100, rng.random() * 100) for _ in range(61)]
-    edges = [(f"c{i}", f"c{j}", round(math.dist(pts[i], pts[j]), 1))
-             for i in range(61) for j in range(i + 1, 61)]
+    edges = [(f"c{i}", f"c{j}", round(math.dist(pts[i], pts[j]), 1)) for i in range(61) for j in range(i + 1, 61)]
     at_cap = [e for e in edges if e[0] != "c60" and e[1] != "c60"]
     ir = make_ir("tsp", at_cap)
     began = time.perf_counter()
@@ -832,5 +934,4 @@ def test_result_json_is_deterministic_and_timing_optional() -> None:
     r = solve(ir)
     assert "elapsed_s" not in r.to_dict() and r.to_dict(include_timing=True)["elapsed_s"] >= 0
     assert r.answer.cover == ["b"]
-    assert json.loads(r.to_json())["answer"] == {"size": 1, "cover": ["b"], "lower_bound": 1,
-                                                 "canonical": True}
+    assert json.loads(r.to_json())["answer"] == {"size": 1, "cover": ["b"], "lower_bound": 1, "canonical": True}

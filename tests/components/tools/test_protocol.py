@@ -33,7 +33,7 @@ def step(graph: str, think: str = "reasoning") -> Step:
         ("RetrieveNode[Ann]", "RetrieveNode", ("Ann",)),
         ("RetrieveNode[Smith, John]", "RetrieveNode", ("Smith, John",)),  # one argument: all of it
         ("RetrieveNode['graph neural networks']", "RetrieveNode", ("graph neural networks",)),
-        ("RetrieveNode[\"it's [2021]\"]", "RetrieveNode", ("it's [2021]",)),
+        ('RetrieveNode["it\'s [2021]"]', "RetrieveNode", ("it's [2021]",)),
         ("NodeFeature[ann, name]", "NodeFeature", ("ann", "name")),
         (" NodeFeature [ 'ann' , \"name\" ] ", "NodeFeature", ("ann", "name")),
         ("NodeFeature[Smith, John, name]", "NodeFeature", ("Smith, John", "name")),  # last comma
@@ -139,8 +139,18 @@ NOT_A_CALL, UNKNOWN, BAD_ARGS, MULTIPLE = (
         ("NodeFeature[, name]", "NodeFeature takes 2 arguments", BAD_ARGS, "NodeFeature"),
         ("NeighbourCheck[ann]", "NeighbourCheck takes 2 arguments", BAD_ARGS, "NeighborCheck"),
         ("NodeFeature[ann, name", "unclosed '[' in NodeFeature[...]", NOT_A_CALL, "NodeFeature"),
-        ("NodeFeature[a, name] NodeDegree[a, KNOWS]", "more than one function call in <graph>", MULTIPLE, "NodeFeature"),
-        ("NodeFeature[a, name]; NodeDegree[a, KNOWS]", "more than one function call in <graph>", MULTIPLE, "NodeFeature"),
+        (
+            "NodeFeature[a, name] NodeDegree[a, KNOWS]",
+            "more than one function call in <graph>",
+            MULTIPLE,
+            "NodeFeature",
+        ),
+        (
+            "NodeFeature[a, name]; NodeDegree[a, KNOWS]",
+            "more than one function call in <graph>",
+            MULTIPLE,
+            "NodeFeature",
+        ),
         ("NodeFeature[a, name] please", "text after the call: 'please'", NOT_A_CALL, "NodeFeature"),
     ],
 )
@@ -210,8 +220,11 @@ arguments = st.text(min_size=1, max_size=20).filter(lambda s: not any(t in s for
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(sorted(GRAPH_FUNCTIONS)), st.data())
 def test_format_call_round_trips(function: str, data: st.DataObject) -> None:
-    args = tuple(data.draw(st.lists(arguments, min_size=GRAPH_FUNCTIONS[function].arity,
-                                    max_size=GRAPH_FUNCTIONS[function].arity)))
+    args = tuple(
+        data.draw(
+            st.lists(arguments, min_size=GRAPH_FUNCTIONS[function].arity, max_size=GRAPH_FUNCTIONS[function].arity)
+        )
+    )
     text = format_call(function, args)
     assert parse_call(text) == (function, args)
     parsed = step(text)

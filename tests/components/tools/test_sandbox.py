@@ -47,8 +47,9 @@ def episode(request, backend, fingerprint, server):
     server (the same server across tests, so a test that kills its child also proves the server
     recovers for the next one)."""
     srv = server if request.param == "forked" else None
-    ep = SandboxEpisode(ReadOnlyQueryPath(backend, schema=backend.schema()), schema=backend.schema(),
-                        limits=LIMITS, server=srv)
+    ep = SandboxEpisode(
+        ReadOnlyQueryPath(backend, schema=backend.schema()), schema=backend.schema(), limits=LIMITS, server=srv
+    )
     yield ep
     ep.close()
     assert srv is None or srv.busy is None
@@ -114,7 +115,7 @@ HOSTILE = {
     "real_import_of_socket": G + "sys.modules['builtins'].__import__('socket')",
     "real_import_of_mmap": G + "sys.modules['builtins'].__import__('mmap')",
     "reach_database": G + "sys.path.append(" + repr(str(Path(os.__file__).parent)) + " + '/site-packages')\n"
-                          "sys.modules['builtins'].__import__('ladybug')",
+    "sys.modules['builtins'].__import__('ladybug')",
     "raise_limits": G + "g['_apply_limits'](100000, 100000)",
     "sys_exit": "raise SystemExit(3)",
     "recursion": "def f(n):\n    return f(n + 1)\nf(0)",
@@ -127,6 +128,8 @@ HOSTILE = {
     "unshare_again": G + "g['_unshare'](0x20000000)",
     "install_nothing": G + "g['_install_filter'](b'')",
 }
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_code_is_contained(episode, name: str) -> None:
     res = episode.run(HOSTILE[name])
@@ -253,17 +256,24 @@ def test_fork_server_isolates_episodes_from_each_other(backend) -> None:
     qp = ReadOnlyQueryPath(backend, schema=backend.schema())
     with SandboxServer(LIMITS) as srv:
         with SandboxEpisode(qp, limits=LIMITS, server=srv) as a:
-            res = a.run("import string, math\nsecret = 42\n__builtins__['len'] = None\n"
-                        "math.pi = 3\nstring.digits = 'forged'")
+            res = a.run(
+                "import string, math\nsecret = 42\n__builtins__['len'] = None\nmath.pi = 3\nstring.digits = 'forged'"
+            )
             assert res.ok, res.error
-        for code, error in (("import ctypes", "exception"), ("while True: pass", "timeout"),
-                            ("raise SystemExit(3)", "exit"), ("open('/etc/passwd')", "exception")):
+        for code, error in (
+            ("import ctypes", "exception"),
+            ("while True: pass", "timeout"),
+            ("raise SystemExit(3)", "exit"),
+            ("open('/etc/passwd')", "exception"),
+        ):
             with SandboxEpisode(qp, limits=LIMITS, server=srv) as hostile:
                 r = hostile.run(code)
                 assert not r.ok and r.error["code"] == error, r.error
         with SandboxEpisode(qp, limits=LIMITS, server=srv) as b:
-            res = b.run("import string, math\nprint(globals().get('secret'), math.pi, string.digits, len('ab'))\n"
-                        "mark_evidence(cypher('MATCH (p:Person) RETURN count(p) AS n'))")
+            res = b.run(
+                "import string, math\nprint(globals().get('secret'), math.pi, string.digits, len('ab'))\n"
+                "mark_evidence(cypher('MATCH (p:Person) RETURN count(p) AS n'))"
+            )
             assert res.ok, res.error
             assert res.stdout == "None 3.141592653589793 0123456789 2\n"
             assert b.isolation.startswith("seccomp") and len(b.evidence) == 1

@@ -62,9 +62,11 @@ def _run(qp, code: str, limits: SandboxLimits = RAW, server: SandboxServer | Non
 
 def _denied(qp, call: str, *, limits: SandboxLimits = RAW) -> str:
     """Run ``libc.syscall(...)`` in an episode: 'denied' when it failed with EPERM / ENOSYS."""
-    code = ("libc = ctypes.CDLL(None, use_errno=True)\n"
-            f"r = libc.syscall({call})\nerr = ctypes.get_errno()\n"
-            "print('denied' if r == -1 and err in (1, 38) else f'ran {r} {err}')")
+    code = (
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        f"r = libc.syscall({call})\nerr = ctypes.get_errno()\n"
+        "print('denied' if r == -1 and err in (1, 38) else f'ran {r} {err}')"
+    )
     res, _ = _run(qp, code, limits)
     return res.stdout.strip() if res.ok else f"error {res.error}"
 
@@ -79,7 +81,9 @@ TMP = "/tmp/gd_isolation_probe"
 # (family, syscall call text): each must be refused by the filter.
 FAMILIES = {
     "files: openat": f"{_nr('openat')}, -100, b'/etc/passwd', 0",
-    "files: creat": f"{_nr('creat')}, b'{TMP}', 0o600" if platform.machine() == "x86_64" else f"{_nr('openat')}, -100, b'{TMP}', 0o101, 0o600",
+    "files: creat": f"{_nr('creat')}, b'{TMP}', 0o600"
+    if platform.machine() == "x86_64"
+    else f"{_nr('openat')}, -100, b'{TMP}', 0o101, 0o600",
     "files: mkdirat": f"{_nr('mkdirat')}, -100, b'{TMP}.d', 0o700",
     "files: symlinkat": f"{_nr('symlinkat')}, b'/etc/passwd', -100, b'{TMP}.l'",
     "files: renameat2": f"{_nr('renameat2')}, -100, b'/tmp', -100, b'/tmp2', 0",
@@ -150,14 +154,16 @@ def test_the_filter_kills_other_abis(qp) -> None:
 
 def test_ordinary_programs_still_run(qp) -> None:
     """What the quizzer's programs and ordinary computation need is allowed."""
-    code = ("import json, math, re, collections, itertools, statistics, random, hashlib, datetime\n"
-            "r = cypher('MATCH (p:Person) RETURN p.name AS name, p.age AS age ORDER BY name')\n"
-            "ages = [row[1] for row in r.rows]\nrandom.seed(3)\n"
-            "print(json.dumps({'mean': statistics.mean(ages), 'n': len(r), 'sqrt': math.isqrt(99),"
-            " 'm': re.findall('[A-Z]', 'aBcD'), 'c': collections.Counter('aab').most_common(1),"
-            " 'p': len(list(itertools.permutations(range(4)))), 'h': hashlib.sha1(b'x').hexdigest()[:6],"
-            " 'r': random.randint(1, 9), 'd': datetime.date(2024, 1, 1).isoformat()}))\n"
-            "big = [list(range(1000)) for _ in range(3000)]\nprint(sum(map(len, big)))\nmark_evidence(r)")
+    code = (
+        "import json, math, re, collections, itertools, statistics, random, hashlib, datetime\n"
+        "r = cypher('MATCH (p:Person) RETURN p.name AS name, p.age AS age ORDER BY name')\n"
+        "ages = [row[1] for row in r.rows]\nrandom.seed(3)\n"
+        "print(json.dumps({'mean': statistics.mean(ages), 'n': len(r), 'sqrt': math.isqrt(99),"
+        " 'm': re.findall('[A-Z]', 'aBcD'), 'c': collections.Counter('aab').most_common(1),"
+        " 'p': len(list(itertools.permutations(range(4)))), 'h': hashlib.sha1(b'x').hexdigest()[:6],"
+        " 'r': random.randint(1, 9), 'd': datetime.date(2024, 1, 1).isoformat()}))\n"
+        "big = [list(range(1000)) for _ in range(3000)]\nprint(sum(map(len, big)))\nmark_evidence(r)"
+    )
     res, iso = _run(qp, code, LIMITS)
     assert res.ok, res.error
     assert '"mean": 39' in res.stdout and "3000000" in res.stdout
@@ -165,6 +171,7 @@ def test_ordinary_programs_still_run(qp) -> None:
 
 
 # -- no raw-access modules ---------------------------------------------------------------------
+
 
 def test_no_raw_access_module_is_in_the_episode(qp) -> None:
     """Nothing that gives raw memory or system-call access is loaded — not by name, not in any
@@ -189,6 +196,7 @@ def test_no_raw_access_module_is_in_the_episode(qp) -> None:
 
 
 # -- namespaces and uids -----------------------------------------------------------------------
+
 
 def test_namespaces_hold_with_a_permissive_filter(qp, victim) -> None:
     """With no seccomp filter at all, the namespaces alone: a 64 MB SysV segment the episode makes
@@ -223,8 +231,10 @@ def test_the_filter_holds_without_namespaces(qp, victim) -> None:
     limits = replace(RAW, namespaces=False)
     assert _denied(qp, f"{_nr('shmget')}, 0, 1 << 26, 0o1600", limits=limits) == "denied"
     assert _denied(qp, f"{_nr('kill')}, {victim.pid}, 9", limits=limits) == "denied"
-    assert _denied(qp, f"{_nr('sched_setaffinity')}, {victim.pid}, 8, ctypes.byref(ctypes.c_ulong(1))",
-                   limits=limits) == "denied"
+    assert (
+        _denied(qp, f"{_nr('sched_setaffinity')}, {victim.pid}, 8, ctypes.byref(ctypes.c_ulong(1))", limits=limits)
+        == "denied"
+    )
     assert _denied(qp, f"{_nr('setpriority')}, 0, {victim.pid}, 19", limits=limits) == "denied"
     assert victim.poll() is None and os.sched_getaffinity(victim.pid) == affinity
     assert os.getpriority(os.PRIO_PROCESS, victim.pid) == 0
@@ -236,8 +246,12 @@ def test_concurrent_episodes_have_distinct_uids_and_leave_nothing(qp) -> None:
 
     me = psutil.Process()
     baseline = {p.pid for p in me.children(recursive=True)}
-    with SandboxEpisode(qp, limits=LIMITS) as a, SandboxEpisode(qp, limits=LIMITS) as b, \
-            SandboxServer(LIMITS) as srv, SandboxEpisode(qp, limits=LIMITS, server=srv) as c:
+    with (
+        SandboxEpisode(qp, limits=LIMITS) as a,
+        SandboxEpisode(qp, limits=LIMITS) as b,
+        SandboxServer(LIMITS) as srv,
+        SandboxEpisode(qp, limits=LIMITS, server=srv) as c,
+    ):
         uids = [int(ep.run("print(cypher.__globals__['os'].getuid())").stdout) for ep in (a, b, c)]
     assert len(set(uids)) == 3 and min(uids) >= 100_000
     time.sleep(0.2)
@@ -245,6 +259,7 @@ def test_concurrent_episodes_have_distinct_uids_and_leave_nothing(qp) -> None:
 
 
 # -- a parent that cannot be stalled ---------------------------------------------------------------
+
 
 def _finishes(fn, within_s: float):
     box: list = []
@@ -271,8 +286,10 @@ def test_hostile_messages_are_error_results(qp) -> None:
     """A message nested a hundred thousand levels deep, an oversized length, a non-object: each a
     clean protocol error, never an exception out of run()."""
     for payload in ("b'[' * 100000 + b']' * 100000", "b'\"just a string\"'", "b'\\xff\\xfe'"):
-        code = (f"g = cypher.__globals__\np = {payload}\n"
-                "g['os'].write(g['_RESP_FD'], g['struct'].pack('>I', len(p)) + p)\nwhile True:\n    pass")
+        code = (
+            f"g = cypher.__globals__\np = {payload}\n"
+            "g['os'].write(g['_RESP_FD'], g['struct'].pack('>I', len(p)) + p)\nwhile True:\n    pass"
+        )
         res, _ = _run(qp, code, LIMITS)
         assert not res.ok and res.error["code"] in ("protocol_error", "timeout"), res.error
     code = "g = cypher.__globals__\ng['os'].write(g['_RESP_FD'], g['struct'].pack('>I', 2 ** 31))"
@@ -282,7 +299,9 @@ def test_hostile_messages_are_error_results(qp) -> None:
 
 def test_a_slow_query_ends_with_the_cell(qp) -> None:
     limits = replace(LIMITS, cell_timeout_s=2.0)
-    slow = "UNWIND range(1, 100000) AS a UNWIND range(1, 100000) AS b WITH a, b WHERE (a * b) % 7 = 3 RETURN count(*) AS n"
+    slow = (
+        "UNWIND range(1, 100000) AS a UNWIND range(1, 100000) AS b WITH a, b WHERE (a * b) % 7 = 3 RETURN count(*) AS n"
+    )
     (res, _), took = _finishes(lambda: _run(qp, f"cypher({slow!r})", limits), 20)
     assert not res.ok and took < 6, (res.error, took)  # not the backend's own 30 s
 

@@ -25,8 +25,12 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _items() -> list[dict]:
-    return ([{"id": f"e{i}", "level": "easy"} for i in range(20)] + [{"id": f"m{i}", "level": "medium"} for i in range(20)]
-            + [{"id": f"h{i}", "level": "hard"} for i in range(20)] + [{"id": "ood", "level": "easy", "ood": True}])
+    return (
+        [{"id": f"e{i}", "level": "easy"} for i in range(20)]
+        + [{"id": f"m{i}", "level": "medium"} for i in range(20)]
+        + [{"id": f"h{i}", "level": "hard"} for i in range(20)]
+        + [{"id": "ood", "level": "easy", "ood": True}]
+    )
 
 
 def test_curriculum_order_follows_the_sampler() -> None:
@@ -47,23 +51,40 @@ def test_curriculum_order_follows_the_sampler() -> None:
 
 
 def test_curves_from_a_trl_log() -> None:
-    log = [{"loss": 0.5, "reward": 0.1, "kl": 0.0, "step": 1}, {"train_runtime": 3.0},
-           {"loss": 0.4, "reward": 0.3, "kl": 0.02, "step": 2}]
+    log = [
+        {"loss": 0.5, "reward": 0.1, "kl": 0.0, "step": 1},
+        {"train_runtime": 3.0},
+        {"loss": 0.4, "reward": 0.3, "kl": 0.02, "step": 2},
+    ]
     out = curves(log, [{"tool_call_rate": 0.25, "valid_format": 0.0}, {"tool_call_rate": 0.5, "valid_format": 0.5}])
-    assert [(c["step"], c["reward"], c["kl"], c["tool_call_rate"]) for c in out] == [(1, 0.1, 0.0, 0.25), (2, 0.3, 0.02, 0.5)]
+    assert [(c["step"], c["reward"], c["kl"], c["tool_call_rate"]) for c in out] == [
+        (1, 0.1, 0.0, 0.25),
+        (2, 0.3, 0.02, 0.5),
+    ]
     assert curves([{"loss": 1.0, "rewards/margins": 0.2}])[0]["margin"] == 0.2
 
 
 def test_dpo_stage_on_curriculum_ordered_pairs(tiny_model: Path, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     prompt = [1, 5, 9, 13]
-    pairs = [{"id": f"q{i}", "prompt_ids": prompt, "chosen_ids": [21, 22, 40, 23], "chosen_mask": [1, 1, 0, 1],
-              "rejected_ids": [30, 40, 31], "rejected_mask": [1, 0, 1]} for i in range(4)]
+    pairs = [
+        {
+            "id": f"q{i}",
+            "prompt_ids": prompt,
+            "chosen_ids": [21, 22, 40, 23],
+            "chosen_mask": [1, 1, 0, 1],
+            "rejected_ids": [30, 40, 31],
+            "rejected_mask": [1, 0, 1],
+        }
+        for i in range(4)
+    ]
     levels = {"q0": "easy", "q1": "easy", "q2": "medium", "q3": "hard"}
     config = TrainConfig(preset="cpu-tiny", threads=1)
     result = graphdancer_dpo(tiny_model, pairs, levels, config, tmp_path / "dpo", data_fingerprint="fp", domain="toy")
     assert result.method == "graphdancer-dpo" and len(result.curves) == config.resolved()["dpo_steps"]
-    assert all(c["margin"] is not None for c in result.curves) and result.curves[0]["margin"] == pytest.approx(0, abs=1e-6)
+    assert all(c["margin"] is not None for c in result.curves) and result.curves[0]["margin"] == pytest.approx(
+        0, abs=1e-6
+    )
     card = (tmp_path / "dpo" / "README.md").read_text()
     assert "frozen stage-1 checkpoint" in card and "`fp`" in card and "| margin |" in card
     assert json.loads((tmp_path / "dpo" / "training_log.json").read_text())["method"] == "graphdancer-dpo"
@@ -75,24 +96,30 @@ def test_grain_teacher_trajectories_run_the_real_solver(tiny_model: Path) -> Non
     from transformers import AutoTokenizer
 
     from components.evaluation.grit import generate_items
-    from components.tools.episodes import GRAPH_IR_SYSTEM_PROMPT
     from components.rollout.runner import STOPS
     from components.rubric.rewards import grain_reward
-    from components.tools.episodes import GraphIREnvironment
+    from components.tools.episodes import GRAPH_IR_SYSTEM_PROMPT, GraphIREnvironment
     from components.training.teacher import grain_teacher_steps, teacher_records
 
     items = [it.to_dict() for it in generate_items(6, sizes=(4, 6))]
     broken = {**items[0], "gold_ir": {"problem_type": "shortest_path", "graph": {"data": {}}}}  # invalid IR
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    records, dropped = teacher_records(items + [broken], grain_teacher_steps, lambda: GraphIREnvironment(max_rounds=2),
-                                       tokenizer, stops=STOPS, system_prompt=GRAPH_IR_SYSTEM_PROMPT)
+    records, dropped = teacher_records(
+        items + [broken],
+        grain_teacher_steps,
+        lambda: GraphIREnvironment(max_rounds=2),
+        tokenizer,
+        stops=STOPS,
+        system_prompt=GRAPH_IR_SYSTEM_PROMPT,
+    )
     assert len(records) == 6 and len(dropped) == 1
     for rec, item in zip(records, items, strict=True):
         assert rec.stats.answer == item["answer"] and "<result>" in rec.completion_text
         assert 0 < sum(rec.loss_mask) < len(rec.loss_mask)  # the solver's reply is masked
         # the teacher trajectory earns the full grain reward (correct, exact structure, format)
-        assert grain_reward([rec.completion_text], answer=[item["answer"]], gold_ir=[item["gold_ir"]],
-                            answer_type=[item["answer_type"]]) == [pytest.approx(1.0)]
+        assert grain_reward(
+            [rec.completion_text], answer=[item["answer"]], gold_ir=[item["gold_ir"]], answer_type=[item["answer_type"]]
+        ) == [pytest.approx(1.0)]
 
 
 def test_grain_rows_survive_the_arrow_dataset() -> None:
@@ -107,6 +134,10 @@ def test_grain_rows_survive_the_arrow_dataset() -> None:
     assert any(it["gold_ir"]["graph"]["weighted"] for it in items)
     rows = list(Dataset.from_list(grain_rows(items)))
     calls = [f"<graph>{json.dumps(it['gold_ir'])}</graph><answer>{it['answer']}</answer>" for it in items]
-    rewards = grain_reward(calls, answer=[r["answer"] for r in rows], gold_ir=[r["gold_ir"] for r in rows],
-                           answer_type=[r["answer_type"] for r in rows])
+    rewards = grain_reward(
+        calls,
+        answer=[r["answer"] for r in rows],
+        gold_ir=[r["gold_ir"] for r in rows],
+        answer_type=[r["answer_type"] for r in rows],
+    )
     assert rewards == [pytest.approx(1.0)] * len(items)

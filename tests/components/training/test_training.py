@@ -22,8 +22,9 @@ def test_docstring_examples(module) -> None:
 
 
 def traj(answer=None, eh=False, vf=True, halted=False, invalid=0, rounds=1):
-    return SimpleNamespace(answer=answer, evidence_hit=eh, valid_format=vf, halted=halted,
-                           invalid_calls=invalid, rounds=rounds)
+    return SimpleNamespace(
+        answer=answer, evidence_hit=eh, valid_format=vf, halted=halted, invalid_calls=invalid, rounds=rounds
+    )
 
 
 def test_six_key_ranking_priority() -> None:
@@ -32,7 +33,9 @@ def test_six_key_ranking_priority() -> None:
     better_em = traj("ann lee", eh=False, vf=False, halted=True, invalid=5, rounds=9)
     worse_em = traj("Bob", eh=True, vf=True, halted=False, invalid=0, rounds=1)
     assert rank_key(better_em, gold) > rank_key(worse_em, gold)
-    assert rank_key(traj("x", eh=True, vf=False, rounds=9), gold) > rank_key(traj("x", eh=False, vf=True, rounds=1), gold)
+    assert rank_key(traj("x", eh=True, vf=False, rounds=9), gold) > rank_key(
+        traj("x", eh=False, vf=True, rounds=1), gold
+    )
     assert rank_key(traj("x", vf=True, halted=True), gold) > rank_key(traj("x", vf=False), gold)
     assert rank_key(traj("x", halted=False, invalid=3), gold) > rank_key(traj("x", halted=True, invalid=0), gold)
     assert rank_key(traj("x", invalid=0, rounds=9), gold) > rank_key(traj("x", invalid=1, rounds=1), gold)
@@ -42,7 +45,12 @@ def test_six_key_ranking_priority() -> None:
 
 def test_best_vs_worst_and_dropped_pools() -> None:
     gold = "Ann Lee"
-    pool = [traj("Bob", rounds=2), traj("Ann Lee", rounds=4), traj("Ann Lee", rounds=2), traj(None, vf=False, halted=True)]
+    pool = [
+        traj("Bob", rounds=2),
+        traj("Ann Lee", rounds=4),
+        traj("Ann Lee", rounds=2),
+        traj(None, vf=False, halted=True),
+    ]
     out = build_pair(pool, gold)
     assert (out.chosen, out.rejected, out.dropped) == (2, 3, None)
     assert build_pair([traj("Ann Lee"), traj("ann lee")], gold).dropped == "uniformly_perfect"
@@ -91,8 +99,9 @@ def test_grpo_raises_a_shaped_toy_reward(tiny_model: Path, tmp_path: Path) -> No
         return [sum(t < 5000 for t in ids) / max(len(ids), 1) for ids in completion_ids]
 
     rows = [{"prompt": f"Question {i}: say something"} for i in range(64)]
-    cfg = GRPORunConfig(max_steps=40, learning_rate=3e-2, batch_size=8, num_generations=4,
-                        max_completion_length=16, beta=0.0, threads=1)
+    cfg = GRPORunConfig(
+        max_steps=40, learning_rate=3e-2, batch_size=8, num_generations=4, max_completion_length=16, beta=0.0, threads=1
+    )
     result = run_grpo(tiny_model, rows, [small_ids], tmp_path / "grpo", cfg)
     first, last = sum(result.rewards[:5]) / 5, sum(result.rewards[-5:]) / 5
     assert result.steps == 40 and len(result.rewards) == 40
@@ -125,9 +134,13 @@ def test_multi_turn_grpo_masks_environment_tokens(tiny_model: Path, tmp_path: Pa
     with LadybugBackend(db) as backend:
         api = GraphCoT(backend, index=NodeIndex.open(backend, shared_embedder(threads=1), progress=False))
         mt = MultiTurn(lambda: GraphCoTEnvironment(api, max_rounds=2), RolloutConfig(max_turns=3, max_new_tokens=12))
-        rows = [{"prompt": "Who wrote p2?", "answer": "Ann Lee"}, {"prompt": "Which venue published p1?", "answer": "KDD"}]
-        cfg = GRPORunConfig(max_steps=2, batch_size=4, num_generations=2, learning_rate=1e-3,
-                            max_completion_length=256, threads=1)
+        rows = [
+            {"prompt": "Who wrote p2?", "answer": "Ann Lee"},
+            {"prompt": "Which venue published p1?", "answer": "KDD"},
+        ]
+        cfg = GRPORunConfig(
+            max_steps=2, batch_size=4, num_generations=2, learning_rate=1e-3, max_completion_length=256, threads=1
+        )
         result = run_grpo(tiny_model, rows * 2, [spy], tmp_path / "mt", cfg, multi_turn=mt)
     assert result.steps == 2 and len(seen["lengths"]) == 8 and seen["valid_format"] == [False] * 8
     logged_max = max(h["completions/max_length"] for h in result.log if "completions/max_length" in h)
@@ -147,8 +160,9 @@ def test_dpo_raises_the_margin_and_scores_model_tokens_only(tiny_model: Path, tm
         lp = completion_logprobs(model, prompt, chosen)
     masked_sum = float((lp * torch.tensor(chosen_mask, dtype=torch.float32)).sum())
     full_sum = float(lp.sum())
-    result = run_dpo(tiny_model, pairs, tmp_path / "dpo",
-                     DPORunConfig(max_steps=10, learning_rate=1e-3, batch_size=4, threads=1))
+    result = run_dpo(
+        tiny_model, pairs, tmp_path / "dpo", DPORunConfig(max_steps=10, learning_rate=1e-3, batch_size=4, threads=1)
+    )
     first = result.log[0]
     # the first step scores the untouched policy: its chosen log-probability sums model tokens only
     assert first["logps/chosen"] == pytest.approx(masked_sum, rel=1e-3)
@@ -188,11 +202,18 @@ def test_graphcert_grpo_over_the_python_cypher_sandbox(tiny_model: Path, tmp_pat
     with LadybugBackend(db) as backend:
         schema = backend.schema()
         qp = ReadOnlyQueryPath(backend, schema=schema)
-        mt = MultiTurn(lambda: PythonCypherEnvironment(qp, schema, max_rounds=1),
-                       RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS))
-        result = run_grpo(tiny_model, rows, [spy], tmp_path / "gc",
-                          GRPORunConfig(max_steps=1, batch_size=4, num_generations=2, max_completion_length=512,
-                                        threads=1), multi_turn=mt)
+        mt = MultiTurn(
+            lambda: PythonCypherEnvironment(qp, schema, max_rounds=1),
+            RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS),
+        )
+        result = run_grpo(
+            tiny_model,
+            rows,
+            [spy],
+            tmp_path / "gc",
+            GRPORunConfig(max_steps=1, batch_size=4, num_generations=2, max_completion_length=512, threads=1),
+            multi_turn=mt,
+        )
     assert result.steps == 1 and len(seen["pred_evidence"]) == 4
     assert all(isinstance(e, list) for e in seen["pred_evidence"])
     assert seen["rewards"] == [0.0] * 4  # a random model never answers: unparseable → 0

@@ -41,9 +41,20 @@ class Question:
 def load_questions(path: Path = QUESTIONS) -> list[Question]:
     out = []
     for raw in yaml.safe_load(path.read_text(encoding="utf-8")):
-        out.append(Question(raw["id"], raw["q"], raw["type"], raw["cypher"], dict(raw.get("params") or {}),
-                            raw["read"], raw.get("col"), raw.get("prop"), raw.get("expect", "strict"),
-                            raw.get("lookup")))
+        out.append(
+            Question(
+                raw["id"],
+                raw["q"],
+                raw["type"],
+                raw["cypher"],
+                dict(raw.get("params") or {}),
+                raw["read"],
+                raw.get("col"),
+                raw.get("prop"),
+                raw.get("expect", "strict"),
+                raw.get("lookup"),
+            )
+        )
     return out
 
 
@@ -60,31 +71,37 @@ def _answer_code(q: Question, style: str, columns: list[str], result: str = "r")
     if style == "index":
         return {
             "cell": f"answer = {result}.rows[0][{j}]{prop}",
-            "column": f"answer = sorted({{v for v in ({'row[%d]%s' % (j, get)} for row in {result}.rows) if v is not None}}, key=str)",
+            "column": f"answer = sorted({{v for v in ({'row[%d]%s' % (j, get)} for row in {result}.rows) "
+            "if v is not None}, key=str)",
             "count": f"answer = len({result}.rows)",
             "exists": f"answer = len({result}.rows) > 0",
             "collect": (f"answer = sorted({{item{get} for item in {result}.rows[0][{j}]}}, key=str)"),
         }[q.read]
     return {
         "cell": f"rec = {result}.records()[0]\nanswer = rec[{name!r}]{prop}",
-        "column": (f"found = set()\nfor rec in {result}.records():\n    value = rec[{name!r}]{get}\n"
-                   f"    if value is not None:\n        found.add(value)\nanswer = sorted(found, key=str)"),
+        "column": (
+            f"found = set()\nfor rec in {result}.records():\n    value = rec[{name!r}]{get}\n"
+            f"    if value is not None:\n        found.add(value)\nanswer = sorted(found, key=str)"
+        ),
         "count": f"answer = len({result}.records())",
         "exists": f"answer = bool({result}.records())",
         "collect": f"rec = {result}.records()[0]\nanswer = sorted(set(item{get} for item in rec[{name!r}]), key=str)",
     }[q.read]
 
 
-def program(q: Question, style: str, columns: list[str], *, answer: str | None = None,
-            query: str | None = None) -> str:
+def program(q: Question, style: str, columns: list[str], *, answer: str | None = None, query: str | None = None) -> str:
     """The final program of ``q`` in ``style``; ``answer`` replaces the computation by a Python
     expression (fault variants), ``query`` the query text."""
     head = f"import json\nr = cypher({(query or q.cypher)!r}, **{q.params!r})\n"
     if style == "lookup":
         first, second = q.lookup["first"], q.lookup["second"]  # type: ignore[index]
-        head = (f"import json\nr1 = cypher({first!r}, **{q.params!r})\nids = [row[0] for row in r1.rows]\n"
-                f"r = cypher({second!r}, ids=ids)\n")
-        code = {"cell": "answer = r.rows[0][0]", "column": "answer = sorted({row[0] for row in r.rows}, key=str)"}[q.read]
+        head = (
+            f"import json\nr1 = cypher({first!r}, **{q.params!r})\nids = [row[0] for row in r1.rows]\n"
+            f"r = cypher({second!r}, ids=ids)\n"
+        )
+        code = {"cell": "answer = r.rows[0][0]", "column": "answer = sorted({row[0] for row in r.rows}, key=str)"}[
+            q.read
+        ]
         return head + code + "\nmark_evidence(r1, r)\nprint(json.dumps(answer))\n"
     code = f"answer = {answer}" if answer is not None else _answer_code(q, style, columns)
     return head + code + "\nmark_evidence(r)\nprint(json.dumps(answer))\n"
@@ -120,8 +137,16 @@ def valid_cases(qp: Any, schema: Any, server: Any = None) -> list[Case]:
     for q in load_questions():
         cols = _columns(qp, q)
         for style in styles(q):
-            cand = candidate_from_program(qp, schema, f"{q.id}-{style}", q.question, q.answer_type,
-                                          program(q, style, cols), server=server, meta={"question": q.id})
+            cand = candidate_from_program(
+                qp,
+                schema,
+                f"{q.id}-{style}",
+                q.question,
+                q.answer_type,
+                program(q, style, cols),
+                server=server,
+                meta={"question": q.id},
+            )
             out.append(Case(q, style, "valid", expected(q, style), cand))
     return out
 
@@ -131,9 +156,12 @@ def _literal(value: Any) -> str:
 
 
 def _wrong(value: Any, answer_type: str) -> Any:
-    return {"boolean": lambda v: not v, "number": lambda v: v + 7,
-            "set": lambda v: sorted(v[:-1] + ["Nowhere, Nothing"], key=str) if len(v) > 1 else ["Nowhere, Nothing"],
-            "entity": lambda v: "Nowhere, Nothing"}[answer_type](value)
+    return {
+        "boolean": lambda v: not v,
+        "number": lambda v: v + 7,
+        "set": lambda v: sorted(v[:-1] + ["Nowhere, Nothing"], key=str) if len(v) > 1 else ["Nowhere, Nothing"],
+        "entity": lambda v: "Nowhere, Nothing",
+    }[answer_type](value)
 
 
 def fault_cases(qp: Any, schema: Any, valid: list[Case], server: Any = None) -> list[Case]:
@@ -160,8 +188,16 @@ def fault_cases(qp: Any, schema: Any, valid: list[Case], server: Any = None) -> 
     out: list[Case] = []
 
     def add(case_q: Question, kind: str, expect: str, prog: str, *, restate: Any = None) -> None:
-        cand = candidate_from_program(qp, schema, f"{case_q.id}-{kind}", case_q.question, case_q.answer_type, prog,
-                                      server=server, meta={"question": case_q.id, "fault": kind})
+        cand = candidate_from_program(
+            qp,
+            schema,
+            f"{case_q.id}-{kind}",
+            case_q.question,
+            case_q.answer_type,
+            prog,
+            server=server,
+            meta={"question": case_q.id, "fault": kind},
+        )
         if not cand.ok:
             return
         if restate is not None:
@@ -173,16 +209,32 @@ def fault_cases(qp: Any, schema: Any, valid: list[Case], server: Any = None) -> 
         if case.style != "index" or case.expect != "strict" or not cand.ok:
             continue
         cols = list(cand.evidence[0]["columns"])
-        add(q, "literal_right", "hard_failure:hard_coded_answer", program(q, "index", cols, answer=_literal(cand.answer_value)))
+        add(
+            q,
+            "literal_right",
+            "hard_failure:hard_coded_answer",
+            program(q, "index", cols, answer=_literal(cand.answer_value)),
+        )
         wrong = _wrong(cand.answer_value, q.answer_type)
         add(q, "literal_wrong", "hard_failure:hard_coded_answer", program(q, "index", cols, answer=_literal(wrong)))
-        if q.answer_type == "set" and q.read == "column" and len(cand.evidence[0]["rows"]) >= 2 and "LIMIT" not in q.cypher:
+        if (
+            q.answer_type == "set"
+            and q.read == "column"
+            and len(cand.evidence[0]["rows"]) >= 2
+            and "LIMIT" not in q.cypher
+        ):
             n = len(cand.evidence[0]["rows"])
-            add(q, "added_limit", "partial:arbitrary_subset",
-                program(q, "index", cols, query=f"{q.cypher} LIMIT {n - 1}"))
+            add(
+                q,
+                "added_limit",
+                "partial:arbitrary_subset",
+                program(q, "index", cols, query=f"{q.cypher} LIMIT {n - 1}"),
+            )
         if q.prop and q.read in ("cell", "column"):
             j = _j(q, cols)
-            get = f"r.rows[0][{j}]['_label']" if q.read == "cell" else f"sorted({{row[{j}]['_label'] for row in r.rows}})"
+            get = (
+                f"r.rows[0][{j}]['_label']" if q.read == "cell" else f"sorted({{row[{j}]['_label'] for row in r.rows}})"
+            )
             kind_type = "entity" if q.read == "cell" else "set"
             if q.answer_type == kind_type:
                 add(q, "node_internal_key", "hard_failure:incomplete_evidence", program(q, "index", cols, answer=get))
@@ -197,22 +249,40 @@ def fault_cases(qp: Any, schema: Any, valid: list[Case], server: Any = None) -> 
 # Hand-written over-broad evidence: the question's own query answers it directly; these answer
 # it from a listing that merely contains the answer, selecting in Python.
 BROAD = {
-    "n01": ("MATCH (r:Restaurant) RETURN r.id AS id, r.name AS name", "[row[1] for row in r.rows if row[0] == 'rest-05'][0]"),
-    "n09": ("MATCH (c:Chef) RETURN c.name AS name, c.nationality AS nationality",
-            "[row[1] for row in r.rows if row[0] == 'Emi Fujita'][0]"),
-    "a01": ("MATCH (r:Restaurant)-[:LOCATED_IN]->(c:City) RETURN c.name AS city, count(r) AS n",
-            "[row[1] for row in r.rows if row[0] == 'Naples'][0]"),
-    "e03": ("MATCH (v:Review)-[:ABOUT]->(r:Restaurant) RETURN r.name AS name, count(v) AS reviews",
-            "[row[1] for row in r.rows if row[0] == 'Il Fuego'][0]"),
-    "n03": ("MATCH (r:Restaurant)-[:LOCATED_IN]->(c:City) RETURN c.name AS city, r.name AS name",
-            "sorted({row[1] for row in r.rows if row[0] == 'Lyon'})"),
-    "w01": ("MATCH (r:Restaurant)-[:LOCATED_IN]->(c:City) RETURN c.name AS city, count(r) AS n",
-            "sorted(row[0] for row in r.rows if row[1] > 10)"),
+    "n01": (
+        "MATCH (r:Restaurant) RETURN r.id AS id, r.name AS name",
+        "[row[1] for row in r.rows if row[0] == 'rest-05'][0]",
+    ),
+    "n09": (
+        "MATCH (c:Chef) RETURN c.name AS name, c.nationality AS nationality",
+        "[row[1] for row in r.rows if row[0] == 'Emi Fujita'][0]",
+    ),
+    "a01": (
+        "MATCH (r:Restaurant)-[:LOCATED_IN]->(c:City) RETURN c.name AS city, count(r) AS n",
+        "[row[1] for row in r.rows if row[0] == 'Naples'][0]",
+    ),
+    "e03": (
+        "MATCH (v:Review)-[:ABOUT]->(r:Restaurant) RETURN r.name AS name, count(v) AS reviews",
+        "[row[1] for row in r.rows if row[0] == 'Il Fuego'][0]",
+    ),
+    "n03": (
+        "MATCH (r:Restaurant)-[:LOCATED_IN]->(c:City) RETURN c.name AS city, r.name AS name",
+        "sorted({row[1] for row in r.rows if row[0] == 'Lyon'})",
+    ),
+    "w01": (
+        "MATCH (r:Restaurant)-[:LOCATED_IN]->(c:City) RETURN c.name AS city, count(r) AS n",
+        "sorted(row[0] for row in r.rows if row[1] > 10)",
+    ),
     "r02": ("MATCH (c:Chef) RETURN c.name AS name, c.born AS born", "min(r.rows, key=lambda row: row[1])[0]"),
     "a04": ("MATCH (r:Restaurant) RETURN r.name AS name, r.opened AS opened", "min(row[1] for row in r.rows)"),
-    "c06": ("MATCH (r:Restaurant) RETURN r.opened AS year, r.name AS title", "sorted(row[1] for row in r.rows if row[0] == 2017)"),
-    "d04": ("MATCH (r:Restaurant)-[:LOCATED_IN]->(c:City) RETURN c.name AS city, r.price AS price",
-            "sorted({row[1] for row in r.rows if row[0] == 'Kyoto'})"),
+    "c06": (
+        "MATCH (r:Restaurant) RETURN r.opened AS year, r.name AS title",
+        "sorted(row[1] for row in r.rows if row[0] == 2017)",
+    ),
+    "d04": (
+        "MATCH (r:Restaurant)-[:LOCATED_IN]->(c:City) RETURN c.name AS city, r.price AS price",
+        "sorted({row[1] for row in r.rows if row[0] == 'Kyoto'})",
+    ),
 }
 
 
@@ -223,8 +293,12 @@ def _broad_cases(valid: list[Case], add: Any) -> None:
             continue
         query, expr = BROAD[q.id]
         prog = f"import json\nr = cypher({query!r})\nanswer = {expr}\nmark_evidence(r)\nprint(json.dumps(answer))\n"
-        add(q, "broad_count" if q.answer_type == "number" else "broad_listing",
-            "partial:selected_from_broader_evidence", prog)
+        add(
+            q,
+            "broad_count" if q.answer_type == "number" else "broad_listing",
+            "partial:selected_from_broader_evidence",
+            prog,
+        )
 
 
 def matches(expect: str, cert: Any) -> bool:
@@ -256,8 +330,14 @@ def fault_table(results: list) -> list[dict[str, Any]]:
     for c, cert in results:
         if c.kind != "valid":
             by_kind.setdefault(c.kind, []).append((c, cert))
-    return [{"kind": kind, "expect": items[0][0].expect, "injected": len(items),
-             "caught": sum(matches(c.expect, cert) for c, cert in items),
-             "strict": sum(cert.status == "strict" for _, cert in items),
-             "misses": [(c.question.id, cert.status, cert.reasons) for c, cert in items if not matches(c.expect, cert)]}
-            for kind, items in sorted(by_kind.items())]
+    return [
+        {
+            "kind": kind,
+            "expect": items[0][0].expect,
+            "injected": len(items),
+            "caught": sum(matches(c.expect, cert) for c, cert in items),
+            "strict": sum(cert.status == "strict" for _, cert in items),
+            "misses": [(c.question.id, cert.status, cert.reasons) for c, cert in items if not matches(c.expect, cert)],
+        }
+        for kind, items in sorted(by_kind.items())
+    ]

@@ -12,27 +12,110 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-CITIES = [("Lyon", "France", 516092), ("Paris", "France", 2102650), ("Bologna", "Italy", 390625),
-          ("Naples", "Italy", 913462), ("Osaka", "Japan", 2752412), ("Kyoto", "Japan", 1464890),
-          ("Oaxaca", "Mexico", 270955), ("Porto", "Portugal", 231800)]
-CUISINES = ["French", "Italian", "Japanese", "Mexican", "Portuguese", "Vegan", "Seafood", "Bakery", "Fusion",
-            "Street Food"]
+CITIES = [
+    ("Lyon", "France", 516092),
+    ("Paris", "France", 2102650),
+    ("Bologna", "Italy", 390625),
+    ("Naples", "Italy", 913462),
+    ("Osaka", "Japan", 2752412),
+    ("Kyoto", "Japan", 1464890),
+    ("Oaxaca", "Mexico", 270955),
+    ("Porto", "Portugal", 231800),
+]
+CUISINES = [
+    "French",
+    "Italian",
+    "Japanese",
+    "Mexican",
+    "Portuguese",
+    "Vegan",
+    "Seafood",
+    "Bakery",
+    "Fusion",
+    "Street Food",
+]
 LOCAL = {"France": "French", "Italy": "Italian", "Japan": "Japanese", "Mexico": "Mexican", "Portugal": "Portuguese"}
-FIRST = ["Amélie", "Bruno", "Chiara", "Diego", "Emi", "Fabien", "Giulia", "Hiro", "Inês", "João", "Kenji", "Lucía",
-         "Marco", "Noémie", "Óscar", "Paola", "Quentin", "Rosa", "Sora", "Tomás"]
+FIRST = [
+    "Amélie",
+    "Bruno",
+    "Chiara",
+    "Diego",
+    "Emi",
+    "Fabien",
+    "Giulia",
+    "Hiro",
+    "Inês",
+    "João",
+    "Kenji",
+    "Lucía",
+    "Marco",
+    "Noémie",
+    "Óscar",
+    "Paola",
+    "Quentin",
+    "Rosa",
+    "Sora",
+    "Tomás",
+]
 LAST = ["Arnaud", "Bianchi", "Castro", "Dubois", "Esposito", "Fujita", "García", "Hayashi", "Iglesias", "Jourdain"]
-NATION = {"Amélie": "France", "Bruno": "Italy", "Chiara": "Italy", "Diego": "Mexico", "Emi": "Japan",
-          "Fabien": "France", "Giulia": "Italy", "Hiro": "Japan", "Inês": "Portugal", "João": "Portugal",
-          "Kenji": "Japan", "Lucía": "Mexico", "Marco": "Italy", "Noémie": "France", "Óscar": "Mexico",
-          "Paola": "Italy", "Quentin": "France", "Rosa": "Mexico", "Sora": "Japan", "Tomás": "Portugal"}
+NATION = {
+    "Amélie": "France",
+    "Bruno": "Italy",
+    "Chiara": "Italy",
+    "Diego": "Mexico",
+    "Emi": "Japan",
+    "Fabien": "France",
+    "Giulia": "Italy",
+    "Hiro": "Japan",
+    "Inês": "Portugal",
+    "João": "Portugal",
+    "Kenji": "Japan",
+    "Lucía": "Mexico",
+    "Marco": "Italy",
+    "Noémie": "France",
+    "Óscar": "Mexico",
+    "Paola": "Italy",
+    "Quentin": "France",
+    "Rosa": "Mexico",
+    "Sora": "Japan",
+    "Tomás": "Portugal",
+}
 PREFIX = ["Le", "La", "Il", "Casa", "Taberna", "Maison", "Osteria", "Bistro", "Café", "Trattoria"]
-NOUN = ["Petit Zinc", "Luna", "Sakura", "Jardin", "Fuego", "Marée", "Forno", "Cantina", "Azul", "Verde",
-        "Nord", "Sol", "Umami", "Olivo", "Maïs"]
+NOUN = [
+    "Petit Zinc",
+    "Luna",
+    "Sakura",
+    "Jardin",
+    "Fuego",
+    "Marée",
+    "Forno",
+    "Cantina",
+    "Azul",
+    "Verde",
+    "Nord",
+    "Sol",
+    "Umami",
+    "Olivo",
+    "Maïs",
+]
 SPECIAL = ["1984", "Chez Nous, Encore", 'The "Quiet" Room', "Ramen 🍜 Bar"]
-SUMMARIES = ["Fun, but a little far fetched", "Loud, crowded, worth it", "Quiet; excellent service",
-             'A "hidden" gem', "Pricey, yet memorable", "Crème brûlée, perfection", "Slow service, great view",
-             "Would not return", "Best tasting menu in town", "Cosy.\nCash only", "Honest food, fair prices",
-             "Overrated", "Small plates; big flavours", "Worth the queue, just", ""]
+SUMMARIES = [
+    "Fun, but a little far fetched",
+    "Loud, crowded, worth it",
+    "Quiet; excellent service",
+    'A "hidden" gem',
+    "Pricey, yet memorable",
+    "Crème brûlée, perfection",
+    "Slow service, great view",
+    "Would not return",
+    "Best tasting menu in town",
+    "Cosy.\nCash only",
+    "Honest food, fair prices",
+    "Overrated",
+    "Small plates; big flavours",
+    "Worth the queue, just",
+    "",
+]
 OUTLETS = ["Le Guide Vert", "Gambero Rosso", "Tabelog", "The Fork", "Eater", "Time Out", ""]
 
 
@@ -55,7 +138,9 @@ def build() -> str:
     city_vars = {}
     for i, (name, country, pop) in enumerate(CITIES, 1):
         city_vars[name] = v = f"city{i}"
-        parts.append(f"({v}:City {props({'id': f'city-{i:02d}', 'name': name, 'country': country, 'population': pop})})")
+        parts.append(
+            f"({v}:City {props({'id': f'city-{i:02d}', 'name': name, 'country': country, 'population': pop})})"
+        )
     cuisine_vars = {}
     for i, name in enumerate(CUISINES, 1):
         cuisine_vars[name] = v = f"cuisine{i}"
@@ -66,29 +151,45 @@ def build() -> str:
     for i in range(1, 81):
         name = SPECIAL[i - 1] if i <= len(SPECIAL) else names[i]
         city = CITIES[(i - 1) % len(CITIES)] if i <= 16 else rng.choice(CITIES)
-        r = {"id": f"rest-{i:02d}", "name": name, "opened": rng.randint(1985, 2023),
-             "price": rng.randint(1, 4), "seats": rng.choice(range(20, 151, 10)),
-             "vegan_friendly": rng.random() < 0.3,
-             "rating": None if i % 17 == 0 else round(rng.uniform(2.5, 4.9), 1)}
+        r = {
+            "id": f"rest-{i:02d}",
+            "name": name,
+            "opened": rng.randint(1985, 2023),
+            "price": rng.randint(1, 4),
+            "seats": rng.choice(range(20, 151, 10)),
+            "vegan_friendly": rng.random() < 0.3,
+            "rating": None if i % 17 == 0 else round(rng.uniform(2.5, 4.9), 1),
+        }
         restaurants.append((f"rest{i}", r, city[0], city[1]))
         parts.append(f"(rest{i}:Restaurant {props(r)})")
     chefs = []
     for i in range(1, 41):
         first, last = FIRST[(i - 1) % len(FIRST)], LAST[(i * 7 + i // 21) % len(LAST)]
-        c = {"id": f"chef-{i:02d}", "name": f"{first} {last}", "born": rng.randint(1950, 1996),
-             "nationality": NATION[first]}
+        c = {
+            "id": f"chef-{i:02d}",
+            "name": f"{first} {last}",
+            "born": rng.randint(1950, 1996),
+            "nationality": NATION[first],
+        }
         chefs.append((f"chef{i}", c))
         parts.append(f"(chef{i}:Chef {props(c)})")
     critics = []
     for i in range(1, 21):
-        c = {"id": f"critic-{i:02d}", "name": f"{FIRST[(i * 3) % 20]} {LAST[(i + 4) % 10]} ({i})",
-             "outlet": OUTLETS[i % len(OUTLETS)]}
+        c = {
+            "id": f"critic-{i:02d}",
+            "name": f"{FIRST[(i * 3) % 20]} {LAST[(i + 4) % 10]} ({i})",
+            "outlet": OUTLETS[i % len(OUTLETS)],
+        }
         critics.append((f"critic{i}", c))
         parts.append(f"(critic{i}:Critic {props(c)})")
     reviews = []
     for i in range(1, 151):
-        rv = {"id": f"review-{i:03d}", "summary": rng.choice(SUMMARIES), "stars": rng.randint(1, 5),
-              "year": rng.randint(2015, 2024)}
+        rv = {
+            "id": f"review-{i:03d}",
+            "summary": rng.choice(SUMMARIES),
+            "stars": rng.randint(1, 5),
+            "year": rng.randint(2015, 2024),
+        }
         reviews.append((f"review{i}", rv))
         parts.append(f"(review{i}:Review {props(rv)})")
     rels: list[str] = []

@@ -35,12 +35,23 @@ def test_nodes_relationships_and_column_types(tmp_path: Path) -> None:
     g = read_csv_dir(make(tmp_path, {"Person": PERSON, "City": CITY}, {"LIVES_IN": LIVES_IN, "KNOWS": KNOWS}))
     people = g.nodes["Person"]
     assert people.properties == {
-        "name": "STRING", "age": "INT64", "score": "DOUBLE", "active": "BOOLEAN", "born": "DATE",
-        "zip": "STRING", "note": "STRING",
+        "name": "STRING",
+        "age": "INT64",
+        "score": "DOUBLE",
+        "active": "BOOLEAN",
+        "born": "DATE",
+        "zip": "STRING",
+        "note": "STRING",
     }
     assert people.rows[0] == {
-        "id": "ann", "name": "Ann", "age": 34, "score": 1.5, "active": True,
-        "born": dt.date(1990, 1, 2), "zip": "007", "note": None,
+        "id": "ann",
+        "name": "Ann",
+        "age": 34,
+        "score": 1.5,
+        "active": True,
+        "born": dt.date(1990, 1, 2),
+        "zip": "007",
+        "note": None,
     }
     assert people.rows[1]["age"] is None and people.rows[1]["active"] is False
     assert people.rows[1]["note"] == 'says "hi", twice'
@@ -85,21 +96,46 @@ def test_type_inference(cells: list[str], expected: tuple[str, list[object]]) ->
     [
         ({"Person": "name\nAnn\n"}, None, "nodes/Person.csv", 1, "lacks required column(s) id"),
         ({"Person": "id,name\nann,Ann\nbob\n"}, None, "nodes/Person.csv", 3, "expected 2 fields"),
-        ({"Person": 'id,note\nann,"multi\nline"\nann,again\n'}, None, "nodes/Person.csv", 4,
-         "duplicate id 'ann' (first on line 2)"),
+        (
+            {"Person": 'id,note\nann,"multi\nline"\nann,again\n'},
+            None,
+            "nodes/Person.csv",
+            4,
+            "duplicate id 'ann' (first on line 2)",
+        ),
         ({"Person": "id,name\n,Ann\n"}, None, "nodes/Person.csv", 2, "empty id"),
         ({"Person": "id,first name\nann,Ann\n"}, None, "nodes/Person.csv", 1, "invalid column name"),
         ({"Bad-Label": "id\nx\n"}, None, "nodes/Bad-Label.csv", None, "invalid label"),
         ({"Person": ""}, None, "nodes/Person.csv", 1, "the file is empty"),
         ({"Person": 'id,name\nann,"Ann\n'}, None, "nodes/Person.csv", 2, "malformed CSV"),
-        ({"Person": "id\nann\n"}, {"KNOWS": "source,target\nann,ann\nann,zed\n"},
-         "relationships/KNOWS.csv", 3, "unknown target node id 'zed'"),
-        ({"Person": "id\nann\n", "City": "id\nann\n"}, {"KNOWS": "source,target,target_label\nann,ann,Person\n"},
-         "relationships/KNOWS.csv", 2, "source id 'ann' exists under labels City, Person"),
-        ({"Person": "id\nann\n"}, {"KNOWS": "source,target,source_label\nann,ann,City\n"},
-         "relationships/KNOWS.csv", 2, "unknown source node City:'ann'"),
-        ({"Person": "id\nann\n"}, {"KNOWS": "src,target\nann,ann\n"},
-         "relationships/KNOWS.csv", 1, "lacks required column(s) source"),
+        (
+            {"Person": "id\nann\n"},
+            {"KNOWS": "source,target\nann,ann\nann,zed\n"},
+            "relationships/KNOWS.csv",
+            3,
+            "unknown target node id 'zed'",
+        ),
+        (
+            {"Person": "id\nann\n", "City": "id\nann\n"},
+            {"KNOWS": "source,target,target_label\nann,ann,Person\n"},
+            "relationships/KNOWS.csv",
+            2,
+            "source id 'ann' exists under labels City, Person",
+        ),
+        (
+            {"Person": "id\nann\n"},
+            {"KNOWS": "source,target,source_label\nann,ann,City\n"},
+            "relationships/KNOWS.csv",
+            2,
+            "unknown source node City:'ann'",
+        ),
+        (
+            {"Person": "id\nann\n"},
+            {"KNOWS": "src,target\nann,ann\n"},
+            "relationships/KNOWS.csv",
+            1,
+            "lacks required column(s) source",
+        ),
     ],
 )
 def test_errors_name_file_and_line(

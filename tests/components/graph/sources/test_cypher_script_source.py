@@ -60,8 +60,12 @@ def test_movies_script(tmp_path: Path) -> None:
     g = read_cypher_script(write(tmp_path, MOVIES))
     assert sorted(g.nodes) == ["Movie", "Person"]
     movies = g.nodes["Movie"].rows
-    assert movies[0] == {"id": "Movie:1", "title": "The Matrix", "released": 1999,
-                         "tagline": "Welcome to the Real World"}
+    assert movies[0] == {
+        "id": "Movie:1",
+        "title": "The Matrix",
+        "released": 1999,
+        "tagline": "Welcome to the Real World",
+    }
     people = {r["name"]: r for r in g.nodes["Person"].rows}
     assert len(people) == 8
     assert people["Keanu Reeves"]["id"] == "Person:1"
@@ -69,15 +73,17 @@ def test_movies_script(tmp_path: Path) -> None:
     assert people["Lilly Wachowski"]["labels"] == ["Director"]  # second label kept as a property
     assert "labels" not in people["Keanu Reeves"]
     assert g.nodes["Person"].properties["labels"] == "STRING[]"
-    keanu, carrie, lilly, lana = (people[n]["id"] for n in
-                                  ("Keanu Reeves", "Carrie-Anne Moss", "Lilly Wachowski", "Lana Wachowski"))
+    keanu, carrie, lilly, lana = (
+        people[n]["id"] for n in ("Keanu Reeves", "Carrie-Anne Moss", "Lilly Wachowski", "Lana Wachowski")
+    )
     acted = triples(g, "ACTED_IN")
     assert len(acted) == 6
     assert ("Person", keanu, "Movie", "Movie:2") in acted
     assert ("Person", carrie, "Movie", "Movie:2") in acted  # MATCH ... WHERE ... CREATE
     assert g.rels["ACTED_IN"].rows[0].properties == {"roles": ["Neo"]}
-    assert sorted(triples(g, "DIRECTED")) == sorted([("Person", lilly, "Movie", "Movie:1"),
-                                                     ("Person", lana, "Movie", "Movie:1")])  # <- reversed
+    assert sorted(triples(g, "DIRECTED")) == sorted(
+        [("Person", lilly, "Movie", "Movie:1"), ("Person", lana, "Movie", "Movie:1")]
+    )  # <- reversed
     review = g.rels["REVIEWED"].rows[0]
     assert (review.src_id, review.dst_id) == ("jt", "Movie:1")  # variables carried across ';'
     assert review.properties == {"summary": "An amazing journey; truly", "rating": 95}
@@ -102,7 +108,10 @@ def test_unicode_escapes_and_sanitised_names(tmp_path: Path) -> None:
 
 
 def test_schema_statements_and_trailing_reads_are_ignored(tmp_path: Path) -> None:
-    script = "CREATE CONSTRAINT FOR (m:Movie) REQUIRE m.title IS UNIQUE;\nCREATE (m:Movie {title: 'x'}) RETURN m;\nMATCH (n) RETURN count(n);"
+    script = (
+        "CREATE CONSTRAINT FOR (m:Movie) REQUIRE m.title IS UNIQUE;\n"
+        "CREATE (m:Movie {title: 'x'}) RETURN m;\nMATCH (n) RETURN count(n);"
+    )
     g = read_cypher_script(write(tmp_path, script))
     assert g.node_count == 1
 

@@ -19,11 +19,27 @@ def node(features: dict[str, Any] | None = None, **neighbors: list[Any]) -> dict
 # DBLP-shaped: reciprocal author/paper and paper/venue lists, reference + cited_by
 DBLP = {
     "paper_nodes": {
-        "p1": node({"title": "Graph CoT", "year": 2024, "keywords": ["llm", "graph"], "lang": "",
-                    "meta": {"doi": "10.1/x"}, "first author": "Ann"},
-                   author=["a1", "a2"], venue=["v1"], reference=["p2"], cited_by=["p3"]),
-        "p2": node({"title": "GNNs", "year": 2019, "scores": [1, 2.5]},
-                   author=["a1"], venue=["v1"], reference=[], cited_by=["p1"]),
+        "p1": node(
+            {
+                "title": "Graph CoT",
+                "year": 2024,
+                "keywords": ["llm", "graph"],
+                "lang": "",
+                "meta": {"doi": "10.1/x"},
+                "first author": "Ann",
+            },
+            author=["a1", "a2"],
+            venue=["v1"],
+            reference=["p2"],
+            cited_by=["p3"],
+        ),
+        "p2": node(
+            {"title": "GNNs", "year": 2019, "scores": [1, 2.5]},
+            author=["a1"],
+            venue=["v1"],
+            reference=[],
+            cited_by=["p1"],
+        ),
         "p3": node({"title": "Agents", "year": 2025}, author=["a2"], venue=[], reference=["p1"], cited_by=[]),
     },
     "author_nodes": {
@@ -36,7 +52,9 @@ DBLP = {
 # Amazon-shaped: symmetric also_viewed_item (stored both ways), directed also_bought_item
 AMAZON = {
     "item_nodes": {
-        "i1": node({"title": "Kettle", "price": 20.5}, also_viewed_item=["i2"], also_bought_item=["i2", "i3"], brand=["b1"]),
+        "i1": node(
+            {"title": "Kettle", "price": 20.5}, also_viewed_item=["i2"], also_bought_item=["i2", "i3"], brand=["b1"]
+        ),
         "i2": node({"title": "Mug", "price": ""}, also_viewed_item=["i1"], also_bought_item=["i1"], brand=["b1"]),
         "i3": node({"title": "Tea"}, also_viewed_item=[], also_bought_item=[], brand=[]),
     },
@@ -47,8 +65,14 @@ AMAZON = {
 HETIONET = {
     "Compound_nodes": {"DB1": node({"name": "aspirin"}, **{"Compound-binds-Gene": ["7"]})},
     "Gene_nodes": {
-        "7": node({"name": "PTGS1"}, **{"Gene-interacts-Gene": ["8"], "Compound-binds-Gene": ["DB1"],
-                                         "Gene-participates-Biological Process": ["GO:1"]}),
+        "7": node(
+            {"name": "PTGS1"},
+            **{
+                "Gene-interacts-Gene": ["8"],
+                "Compound-binds-Gene": ["DB1"],
+                "Gene-participates-Biological Process": ["GO:1"],
+            },
+        ),
         "8": node({"name": "PTGS2"}, **{"Gene-interacts-Gene": ["7"]}),
     },
     "Biological_Process_nodes": {"GO:1": node({"name": "inflammation"})},
@@ -71,15 +95,22 @@ def test_dblp_shape_maps_to_labels_properties_and_one_canonical_relation_per_pai
     assert sorted(g.rels) == ["CITES", "PUBLISHED_IN", "WROTE"]
     p1 = g.nodes["Paper"].rows[0]
     assert p1 == {
-        "id": "p1", "title": "Graph CoT", "year": 2024, "keywords": ["llm", "graph"], "lang": None,
-        "meta": '{"doi": "10.1/x"}', "first_author": "Ann",
+        "id": "p1",
+        "title": "Graph CoT",
+        "year": 2024,
+        "keywords": ["llm", "graph"],
+        "lang": None,
+        "meta": '{"doi": "10.1/x"}',
+        "first_author": "Ann",
     }
     assert g.nodes["Paper"].rows[1]["scores"] == [1.0, 2.5]
     assert g.nodes["Paper"].properties["keywords"] == "STRING[]"
     # author.paper and paper.author are the same facts: each once, Author -> Paper
     assert sorted(edges(g, "WROTE")) == [
-        ("Author", "a1", "Paper", "p1"), ("Author", "a1", "Paper", "p2"),
-        ("Author", "a2", "Paper", "p1"), ("Author", "a2", "Paper", "p3"),
+        ("Author", "a1", "Paper", "p1"),
+        ("Author", "a1", "Paper", "p2"),
+        ("Author", "a2", "Paper", "p1"),
+        ("Author", "a2", "Paper", "p3"),
     ]
     assert sorted(edges(g, "PUBLISHED_IN")) == [("Paper", "p1", "Venue", "v1"), ("Paper", "p2", "Venue", "v1")]
     # reference (citing -> cited) and cited_by (its inverse) merge into one CITES set
@@ -90,8 +121,11 @@ def test_amazon_shape_symmetric_lists_collapse_directed_ones_do_not(tmp_path: Pa
     g = read_grbench(write(tmp_path, AMAZON))
     assert sorted(g.rels) == ["ALSO_BOUGHT", "ALSO_VIEWED", "MADE_BY"]
     assert edges(g, "ALSO_VIEWED") == [("Item", "i1", "Item", "i2")]  # stored on both ends, kept once
-    assert edges(g, "ALSO_BOUGHT") == [("Item", "i1", "Item", "i2"), ("Item", "i1", "Item", "i3"),
-                                       ("Item", "i2", "Item", "i1")]  # not fully reciprocal: directed
+    assert edges(g, "ALSO_BOUGHT") == [
+        ("Item", "i1", "Item", "i2"),
+        ("Item", "i1", "Item", "i3"),
+        ("Item", "i2", "Item", "i1"),
+    ]  # not fully reciprocal: directed
     assert sorted(edges(g, "MADE_BY")) == [("Item", "i1", "Brand", "b1"), ("Item", "i2", "Brand", "b1")]
     assert g.nodes["Item"].rows[1]["price"] is None  # "" means missing
     assert g.nodes["Item"].properties["price"] == "DOUBLE"
@@ -141,8 +175,14 @@ def test_malformed_json_reports_its_line(tmp_path: Path) -> None:
         ({"paper_nodes": {"x": {"neighbors": {"author": "y"}}}}, "must be a list of ids"),
         ({"paper_nodes": {"x": 3}}, "a node must be an object"),
         ({"paper_nodes": {"x": node({"a b": 1, "a_b": 2})}}, "two features map to property 'a_b'"),
-        ({"item_nodes": {"i": node(**{"Compound-binds-Gene": ["g"]})}, "Compound_nodes": {},
-          "Gene_nodes": {"g": node()}}, "on a Item node lists a Gene node"),
+        (
+            {
+                "item_nodes": {"i": node(**{"Compound-binds-Gene": ["g"]})},
+                "Compound_nodes": {},
+                "Gene_nodes": {"g": node()},
+            },
+            "on a Item node lists a Gene node",
+        ),
     ],
 )
 def test_malformed_structure_is_refused(tmp_path: Path, data: Any, message: str) -> None:

@@ -125,18 +125,30 @@ def test_case1_load_graph_refuses_before_creating_anything(tmp_path: Path) -> No
 def test_case2_csv_label_named_like_a_relationship_type(tmp_path: Path) -> None:
     root = csv_dir(tmp_path, {"Knows": "id\na\n"}, {"KNOWS": "source,target\na,a\n"})
     err = refused(read_csv_dir, root)
-    check_error(err, "label 'Knows' and relationship type 'KNOWS' differ only in case", root / "relationships/KNOWS.csv", None)
+    check_error(
+        err, "label 'Knows' and relationship type 'KNOWS' differ only in case", root / "relationships/KNOWS.csv", None
+    )
     assert "share one case-insensitive namespace" in str(err)
 
 
 @pytest.mark.parametrize(
     ("script", "line", "message"),
     [
-        ("CREATE (:Knows);\nCREATE (:A)-[:KNOWS]->(:B);", 2, "label 'Knows' and relationship type 'KNOWS' differ only in case"),
-        ("CREATE (:A)-[:KNOWS]->(:B);\nCREATE (:KNOWS);", 2, "relationship type 'KNOWS' and label 'KNOWS' have the same name"),
+        (
+            "CREATE (:Knows);\nCREATE (:A)-[:KNOWS]->(:B);",
+            2,
+            "label 'Knows' and relationship type 'KNOWS' differ only in case",
+        ),
+        (
+            "CREATE (:A)-[:KNOWS]->(:B);\nCREATE (:KNOWS);",
+            2,
+            "relationship type 'KNOWS' and label 'KNOWS' have the same name",
+        ),
     ],
 )
-def test_case2_cypher_label_named_like_a_relationship_type(tmp_path: Path, script: str, line: int, message: str) -> None:
+def test_case2_cypher_label_named_like_a_relationship_type(
+    tmp_path: Path, script: str, line: int, message: str
+) -> None:
     path = cypher_file(tmp_path, script)
     check_error(refused(read_cypher_script, path), message, path, line)
 
@@ -156,8 +168,12 @@ def test_case2_grbench_derived_relationship_type_equal_to_a_label(tmp_path: Path
     [
         ({"A": "id,name,Name\na,1,2\n"}, None, "nodes/A.csv", "properties 'name' and 'Name' of A differ only in case"),
         ({"A": "id,ID\na,1\n"}, None, "nodes/A.csv", "property 'ID' of A clashes with the node key 'id'"),
-        ({"A": "id\na\n"}, {"R": "source,target,weight,WEIGHT\na,a,1,2\n"}, "relationships/R.csv",
-         "properties 'weight' and 'WEIGHT' of R differ only in case"),
+        (
+            {"A": "id\na\n"},
+            {"R": "source,target,weight,WEIGHT\na,a,1,2\n"},
+            "relationships/R.csv",
+            "properties 'weight' and 'WEIGHT' of R differ only in case",
+        ),
     ],
 )
 def test_case3_csv_columns_differing_in_case(tmp_path: Path, nodes, rels, file: str, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -171,7 +187,11 @@ def test_case3_csv_columns_differing_in_case(tmp_path: Path, nodes, rels, file: 
         ("CREATE (:A {name: 1, Name: 2});", 1, "properties 'name' and 'Name' of A differ only in case"),
         ("CREATE (:A {name: 1});\nCREATE (:A {NAME: 2});", 2, "properties 'name' and 'NAME' of A"),
         ("CREATE (:A {ID: 'x'});", 1, "property 'ID' of A clashes with the node key 'id'"),
-        ("CREATE (a:A), (b:A);\nCREATE (a)-[:R {w: 1}]->(b),\n (b)-[:R {W: 2}]->(a);", 3, "properties 'w' and 'W' of R"),
+        (
+            "CREATE (a:A), (b:A);\nCREATE (a)-[:R {w: 1}]->(b),\n (b)-[:R {W: 2}]->(a);",
+            3,
+            "properties 'w' and 'W' of R",
+        ),
     ],
 )
 def test_case3_cypher_properties_differing_in_case(tmp_path: Path, script: str, line: int, message: str) -> None:
@@ -182,7 +202,10 @@ def test_case3_cypher_properties_differing_in_case(tmp_path: Path, script: str, 
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"a_nodes": {"x": node({"name": 1}), "y": node({"Name": 2})}}, "a_nodes/y/features: properties 'name' and 'Name' of A"),
+        (
+            {"a_nodes": {"x": node({"name": 1}), "y": node({"Name": 2})}},
+            "a_nodes/y/features: properties 'name' and 'Name' of A",
+        ),
         ({"a_nodes": {"x": node({"Id": 1})}}, "a_nodes/x/features: property 'Id' of A clashes with the node key 'id'"),
     ],
 )
@@ -209,7 +232,9 @@ def _from_to_rows(db: Path, rtype: str = "R") -> list[tuple[Any, ...]]:
 
 
 def test_case4_csv_relationship_columns_from_and_to(tmp_path: Path) -> None:
-    root = csv_dir(tmp_path / "src", {"A": "id\nx\ny\n"}, {"R": "source,target,from,to,w\nx,y,Berlin,2020,0.5\ny,x,,,\n"})
+    root = csv_dir(
+        tmp_path / "src", {"A": "id\nx\ny\n"}, {"R": "source,target,from,to,w\nx,y,Berlin,2020,0.5\ny,x,,,\n"}
+    )
     load_graph(read_csv_dir(root), tmp_path / "db")
     assert _from_to_rows(tmp_path / "db") == [("x", "y", "Berlin", 2020), ("y", "x", None, None)]
 
@@ -230,7 +255,12 @@ def test_case4_load_graph_from_to_in_any_case_and_beside_a_placeholder_name(tmp_
     g.add_rel("R", ("A", "y"), ("B", "xb"), {"from": "g"})  # a second FROM/TO pair, copied separately
     load_graph(g, tmp_path / "db")
     with LadybugBackend(tmp_path / "db") as b:
-        assert b.schema().types["R"].properties == {"from": "STRING", "To": "INT64", "gd_prop_0": "STRING", "w": "DOUBLE"}
+        assert b.schema().types["R"].properties == {
+            "from": "STRING",
+            "To": "INT64",
+            "gd_prop_0": "STRING",
+            "w": "DOUBLE",
+        }
         rows = b.run("MATCH (a)-[r:R]->(c) RETURN a.id, c.id, r.`from`, r.`To`, r.gd_prop_0, r.w ORDER BY a.id").rows
     assert rows == (("x", "y", "f", 7, "not a placeholder", 1.5), ("y", "xb", "g", None, None, None))
     # and the fingerprint is the graph's, whatever the import did internally
@@ -269,10 +299,13 @@ def test_case5_csv_extreme_int64_values_are_kept_and_text_columns_stay_text(tmp_
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        ('{"a_nodes": {"x": {"features": {"n": 1}},\n "y": {"features": {"n": 99999999999999999999}}}}', 2,
-         "integer 99999999999999999999 does not fit INT64"),
+        (
+            '{"a_nodes": {"x": {"features": {"n": 1}},\n "y": {"features": {"n": 99999999999999999999}}}}',
+            2,
+            "integer 99999999999999999999 does not fit INT64",
+        ),
         ('{"a_nodes": {"x": {"features": {"m": {"deep": [1,\n\n-9223372036854775809]}}}}}', 3, "does not fit INT64"),
-        ('{"a_nodes": {"x": {"features": {"n": 1' + "0" * 5000 + '}}}}', 1, "(5001 digits) does not fit INT64"),
+        ('{"a_nodes": {"x": {"features": {"n": 1' + "0" * 5000 + "}}}}", 1, "(5001 digits) does not fit INT64"),
         ('{"a_nodes": {"x": {"features": {"f":\n 1e400}}}}', 2, "number 1e400 is out of range for a double"),
         ('{"a_nodes": {"x": {"features": {"s": "NaN",\n "f": NaN}}}}', 2, "NaN is not a JSON value"),
         ('{"a_nodes": {"x": {"features": {"f": [1,\n -Infinity]}}}}', 2, "-Infinity is not a JSON value"),
@@ -406,13 +439,33 @@ def test_case8_csv_reserved_names(tmp_path: Path, nodes: dict[str, str], file: s
     ("make", "line", "message"),
     [
         (lambda: "CREATE (:A);\nCREATE (:A {s: '" + "x" * 5_000_000 + "'});", 2, "string literal longer than 1 MiB"),
-        (lambda: "CREATE (:A);\n\nCREATE (:`" + "L" * (MAX_LITERAL_CHARS + 1) + "`);", 3, "backticked name longer than 1 MiB"),
-        (lambda: "CREATE (:A);\n// " + "c" * (MAX_COMMENT_CHARS + 1) + "\nCREATE (:B);", 2, "comment longer than 1 MiB"),
-        (lambda: "CREATE (:A);\n/* " + "c" * (MAX_COMMENT_CHARS + 1) + " */ CREATE (:B);", 2, "comment longer than 1 MiB"),
-        (lambda: "CREATE (:A);\nCREATE " + ", ".join(["(:B {s: '" + "x" * 1000 + "'})"] * (MAX_STATEMENT_CHARS // 1000)),
-         1, "statement longer than 2 MiB"),
-        (lambda: "CREATE (:A {x:\n " + "[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1) + "});", 2,
-         f"brackets nested more than {MAX_NESTING} levels deep"),
+        (
+            lambda: "CREATE (:A);\n\nCREATE (:`" + "L" * (MAX_LITERAL_CHARS + 1) + "`);",
+            3,
+            "backticked name longer than 1 MiB",
+        ),
+        (
+            lambda: "CREATE (:A);\n// " + "c" * (MAX_COMMENT_CHARS + 1) + "\nCREATE (:B);",
+            2,
+            "comment longer than 1 MiB",
+        ),
+        (
+            lambda: "CREATE (:A);\n/* " + "c" * (MAX_COMMENT_CHARS + 1) + " */ CREATE (:B);",
+            2,
+            "comment longer than 1 MiB",
+        ),
+        (
+            lambda: (
+                "CREATE (:A);\nCREATE " + ", ".join(["(:B {s: '" + "x" * 1000 + "'})"] * (MAX_STATEMENT_CHARS // 1000))
+            ),
+            1,
+            "statement longer than 2 MiB",
+        ),
+        (
+            lambda: "CREATE (:A {x:\n " + "[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1) + "});",
+            2,
+            f"brackets nested more than {MAX_NESTING} levels deep",
+        ),
     ],
 )
 def test_case9_cypher_input_limits(tmp_path: Path, make: Callable[[], str], line: int, message: str) -> None:
@@ -548,7 +601,15 @@ def test_case12_import_and_read_under_a_4gb_address_space_limit(tmp_path: Path) 
     (tmp_path / "child.py").write_text(_UNDER_LIMIT)
     script = 'ulimit -v 4000000; exec "$0" "$1" "$2" "$3"'
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    argv = ["bash", "-c", script, sys.executable, str(tmp_path / "child.py"), str(tmp_path / "src"), str(tmp_path / "db")]
+    argv = [
+        "bash",
+        "-c",
+        script,
+        sys.executable,
+        str(tmp_path / "child.py"),
+        str(tmp_path / "src"),
+        str(tmp_path / "db"),
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == expected
@@ -577,9 +638,15 @@ def test_case12_an_import_that_outgrows_max_db_size_fails_cleanly(tmp_path: Path
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ('{"a_nodes": {"x": {"features": {"s": "\\ud800"}}}}', "a_nodes/x/features/s: string '\\ud800' holds a lone surrogate"),
+        (
+            '{"a_nodes": {"x": {"features": {"s": "\\ud800"}}}}',
+            "a_nodes/x/features/s: string '\\ud800' holds a lone surrogate",
+        ),
         ('{"a_nodes": {"\\udc00": {}}}', "a_nodes: node id: string '\\udc00' holds a lone surrogate"),
-        ('{"a_nodes": {"x": {"neighbors": {"r": ["\\ud800"]}}}}', "neighbor id: string '\\ud800' holds a lone surrogate"),
+        (
+            '{"a_nodes": {"x": {"neighbors": {"r": ["\\ud800"]}}}}',
+            "neighbor id: string '\\ud800' holds a lone surrogate",
+        ),
         ('{"a_nodes": {"x": {"features": {"m": {"\\ud800": 1}}}}}', "a_nodes/x/features/m: string '\\ud800'"),
         ('{"a_nodes": {"x": {"feature": {}}}}', "a_nodes/x: unknown key 'feature'"),
         ('{"a_nodes": {"": {}}}', "a_nodes: empty node id"),
@@ -597,8 +664,12 @@ def test_more_grbench_input(tmp_path: Path, data: str, message: str | None) -> N
 
 
 def test_more_cypher_input(tmp_path: Path) -> None:
-    check_error(refused(read_cypher_script, cypher_file(tmp_path, "CREATE (:A {id: ''});")),
-                "an 'id' property must not be empty", tmp_path / "script.cypher", 1)
+    check_error(
+        refused(read_cypher_script, cypher_file(tmp_path, "CREATE (:A {id: ''});")),
+        "an 'id' property must not be empty",
+        tmp_path / "script.cypher",
+        1,
+    )
     err = refused(read_cypher_script, tmp_path)  # a folder, not a file
     assert "cannot read the file" in str(err) and err.path == str(tmp_path)
     g = read_cypher_script(cypher_file(tmp_path, "CREATE (:A {s: '\\uD83D\\uDE00 caf\\u00e9'});"))
@@ -621,8 +692,11 @@ def test_load_graph_wraps_bad_strings(tmp_path: Path) -> None:
 # fuzzing: arbitrary input never raises anything but ImportFormatError / GraphError, never hangs
 # =================================================================================================
 # GRAPHDOJO_FUZZ_EXAMPLES=5000 for a long local run
-FUZZ = settings(max_examples=int(os.environ.get("GRAPHDOJO_FUZZ_EXAMPLES", "100")), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=int(os.environ.get("GRAPHDOJO_FUZZ_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def survives(read: Callable[[Path], Any], src: Path, work: Path) -> None:
@@ -657,12 +731,31 @@ def maybe_mutate(draw: st.DrawFn, text: str, snippets: list[str]) -> str:
     return text
 
 
-TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from(list(',"\'\n;\\`/*')),
-               max_size=8)
-CSV_CELLS = st.one_of(TEXT, st.integers(-(2**63), 2**63 - 1).map(str), st.floats(allow_nan=False).map(repr),
-                      st.sampled_from(["", "true", "FALSE", "2024-02-29", "007", "1e3"]))
-CSV_HOSTILE = [",", "\n", '"', "\x00", "\r", ",Name", ",ID", ",_x", ",first name", "99999999999999999999", "1e400",
-               '"unclosed', ",id", ";"]
+TEXT = st.text(
+    st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")) | st.sampled_from(list(",\"'\n;\\`/*")), max_size=8
+)
+CSV_CELLS = st.one_of(
+    TEXT,
+    st.integers(-(2**63), 2**63 - 1).map(str),
+    st.floats(allow_nan=False).map(repr),
+    st.sampled_from(["", "true", "FALSE", "2024-02-29", "007", "1e3"]),
+)
+CSV_HOSTILE = [
+    ",",
+    "\n",
+    '"',
+    "\x00",
+    "\r",
+    ",Name",
+    ",ID",
+    ",_x",
+    ",first name",
+    "99999999999999999999",
+    "1e400",
+    '"unclosed',
+    ",id",
+    ";",
+]
 
 
 def _csv(rows: list[list[str]]) -> str:
@@ -712,24 +805,43 @@ def test_fuzz_csv_folder(files: dict[str, str], raw: bytes | None) -> None:
         survives(read_csv_dir, root, Path(tmp))
 
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False),
-                         TEXT)
-json_values = st.recursive(json_scalars, lambda kids: st.lists(kids, max_size=3)
-                           | st.dictionaries(TEXT, kids, max_size=3), max_leaves=8)
-JSON_HOSTILE = ['"x": 1, ', "NaN", "-Infinity", "1e400", "18446744073709551616", '"\\ud800"', "[" * 200, "{", '"',
-                ',"extra": 1', '"_n": 1, ', '"Name": 1, "name": 2, ', '"ID": 1, ', "\x00"]
+json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False), TEXT)
+json_values = st.recursive(
+    json_scalars, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(TEXT, kids, max_size=3), max_leaves=8
+)
+JSON_HOSTILE = [
+    '"x": 1, ',
+    "NaN",
+    "-Infinity",
+    "1e400",
+    "18446744073709551616",
+    '"\\ud800"',
+    "[" * 200,
+    "{",
+    '"',
+    ',"extra": 1',
+    '"_n": 1, ',
+    '"Name": 1, "name": 2, ',
+    '"ID": 1, ',
+    "\x00",
+]
 
 
 @st.composite
 def grbench_text(draw: st.DrawFn) -> str:
     """A valid GRBench document, then maybe one mutation (hostile snippet or truncation)."""
-    types = draw(st.lists(st.sampled_from(["paper", "author", "item", "brand", "gene"]), min_size=1, max_size=3, unique=True))
+    types = draw(
+        st.lists(st.sampled_from(["paper", "author", "item", "brand", "gene"]), min_size=1, max_size=3, unique=True)
+    )
     ids = draw(st.lists(TEXT.filter(bool), min_size=1, max_size=6, unique=True))
     doc: dict[str, Any] = {f"{t}_nodes": {} for t in types}
     keys = ["reference", "cited_by", "also_viewed_item", "similar", "author", "paper", "brand", "Gene-binds-Gene"]
     for k, node_id in enumerate(ids):
-        features = draw(st.dictionaries(st.sampled_from(["title", "year", "first name", "tags", "meta", "id", "price"]),
-                                        json_values, max_size=3))
+        features = draw(
+            st.dictionaries(
+                st.sampled_from(["title", "year", "first name", "tags", "meta", "id", "price"]), json_values, max_size=3
+            )
+        )
         neighbors = draw(st.dictionaries(st.sampled_from(keys), st.lists(st.sampled_from(ids), max_size=3), max_size=2))
         doc[f"{types[k % len(types)]}_nodes"][node_id] = {"features": features, "neighbors": neighbors}
     return maybe_mutate(draw, json.dumps(doc, indent=draw(st.sampled_from([None, 1]))), JSON_HOSTILE)
@@ -754,13 +866,45 @@ def test_fuzz_grbench_bytes(data: bytes) -> None:
 
 
 CY_VALUES = st.one_of(
-    st.integers(-(2**63), 2**63 - 1).map(str), st.floats(allow_nan=False, allow_infinity=False).map(repr),
-    st.booleans().map(str), TEXT.map(lambda t: "'" + t.replace("\\", "\\\\").replace("'", "\\'") + "'"),
+    st.integers(-(2**63), 2**63 - 1).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.booleans().map(str),
+    TEXT.map(lambda t: "'" + t.replace("\\", "\\\\").replace("'", "\\'") + "'"),
     st.sampled_from(["null", "[1, 2.5]", "['a', 'b']", "[]", "date('2020-01-01')", "0x1F", "'\\u00e9'", "'it\\'s'"]),
 )
-CY_HOSTILE = ["99999999999999999999", "1e400", "'\\ud800'", "'\\UFFFFFFFF'", " {_id: 1}", ":a", ":Knows", ":KNOWS",
-              " {Name: 1}", " {ID: 1}", "/*", "'", "`", ";", "(", ")", "[", "]", "{", "}", "MERGE ", "$p", "\\",
-              "[" * 40, "-[:R]-", "<", "\n", "1 + 2", "{k: 1}", "date('x')", "[1, 'x']"]
+CY_HOSTILE = [
+    "99999999999999999999",
+    "1e400",
+    "'\\ud800'",
+    "'\\UFFFFFFFF'",
+    " {_id: 1}",
+    ":a",
+    ":Knows",
+    ":KNOWS",
+    " {Name: 1}",
+    " {ID: 1}",
+    "/*",
+    "'",
+    "`",
+    ";",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "MERGE ",
+    "$p",
+    "\\",
+    "[" * 40,
+    "-[:R]-",
+    "<",
+    "\n",
+    "1 + 2",
+    "{k: 1}",
+    "date('x')",
+    "[1, 'x']",
+]
 
 
 @st.composite
@@ -770,7 +914,9 @@ def cypher_text(draw: st.DrawFn) -> str:
     n = draw(st.integers(1, 5))
     labels = [draw(st.sampled_from(["A", "B", "Person", "`My Label`", "Match"])) for _ in range(n)]
     for i, label in enumerate(labels):
-        props = draw(st.dictionaries(st.sampled_from(["name", "from", "to", "x", "`first name`"]), CY_VALUES, max_size=3))
+        props = draw(
+            st.dictionaries(st.sampled_from(["name", "from", "to", "x", "`first name`"]), CY_VALUES, max_size=3)
+        )
         if draw(st.booleans()):
             props["id"] = f"'v{i}'"
         body = ", ".join(f"{k}: {v}" for k, v in props.items())
@@ -821,8 +967,11 @@ NODE_PROPS = ["name", "age", "score", "flag", "note", "from", "to", "order", "la
 REL_PROPS = ["since", "weight", "from", "to", "id", "note"]
 KINDS: dict[str, st.SearchStrategy[Any]] = {
     # strings start with a letter: CSV has no types and reads "12" / "true" / "" as a number / bool / null
-    "str": st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"))
-                   | st.sampled_from(list(",\"'\n\r\t;\\`/*{}()[] é😀")), max_size=10).map(lambda t: "s" + t),
+    "str": st.text(
+        st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"))
+        | st.sampled_from(list(",\"'\n\r\t;\\`/*{}()[] é😀")),
+        max_size=10,
+    ).map(lambda t: "s" + t),
     "int": st.integers(-(2**63), 2**63 - 1),
     "float": st.floats(allow_nan=False, allow_infinity=False),
     "bool": st.booleans(),
@@ -865,8 +1014,12 @@ def write_csv_folder(g: GraphData, root: Path) -> Path:
         with open(root / "relationships" / f"{rtype}.csv", "w", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(["source", "target", "source_label", "target_label", *cols])
-            w.writerows([[r.src_id, r.dst_id, r.src_label, r.dst_label, *(_cell(r.properties.get(c)) for c in cols)]
-                         for r in rs.rows])
+            w.writerows(
+                [
+                    [r.src_id, r.dst_id, r.src_label, r.dst_label, *(_cell(r.properties.get(c)) for c in cols)]
+                    for r in rs.rows
+                ]
+            )
     return root
 
 
@@ -913,8 +1066,10 @@ def write_cypher(g: GraphData, path: Path) -> Path:
             lines.append(f"CREATE ({var[(label, r['id'])]}:{label} {_cypher_map(r)});")
     for rtype, rs in g.rels.items():
         for r in rs.rows:
-            lines.append(f"CREATE ({var[(r.src_label, r.src_id)]})-[:{rtype} {_cypher_map(dict(r.properties))}]->"
-                         f"({var[(r.dst_label, r.dst_id)]});")
+            lines.append(
+                f"CREATE ({var[(r.src_label, r.src_id)]})-[:{rtype} {_cypher_map(dict(r.properties))}]->"
+                f"({var[(r.dst_label, r.dst_id)]});"
+            )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

@@ -46,8 +46,10 @@ def counts_in_ladybug(data: GraphData, db_dir: Path) -> tuple[Counter[str], Coun
 
 
 def expected_counts(data: GraphData) -> tuple[Counter[str], Counter[str]]:
-    return (Counter({k: len(v.rows) for k, v in data.nodes.items() if v.rows}),
-            Counter({k: len(v.rows) for k, v in data.rels.items() if v.rows}))
+    return (
+        Counter({k: len(v.rows) for k, v in data.nodes.items() if v.rows}),
+        Counter({k: len(v.rows) for k, v in data.rels.items() if v.rows}),
+    )
 
 
 def _grbench(tmp_path: Path) -> Path:
