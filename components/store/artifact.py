@@ -97,13 +97,14 @@ def _quiet(message: str) -> None:
 @dataclass(frozen=True)
 class BuildContext:
     """What a builder may know beyond its inputs and config: its domain, the data root (model
-    caches live there), where to log, and the layer's own previous artifact (for incremental
-    builds; ``None`` when there is none)."""
+    caches live there), where to log, the layer's own previous artifact (for incremental
+    builds; ``None`` when there is none) and the fingerprint it is building."""
 
     domain: str
     data_root: Path
     log: Callable[[str], None] = _quiet
     previous: Artifact | None = None
+    fingerprint: str | None = None  # set by :func:`materialize`: computed once, before the build
 
 
 class Builder(Protocol):
@@ -157,7 +158,7 @@ class Layer:
         return Artifact(
             layer=self.name,
             domain=ctx.domain,
-            fingerprint=fingerprint or self.fingerprint(inputs, config),
+            fingerprint=fingerprint or ctx.fingerprint or self.fingerprint(inputs, config),
             path=None if path is None else str(path),
             parents=tuple(inputs[k].fingerprint for k in sorted(inputs)),
             config=dict(self.params(config)),
@@ -201,11 +202,10 @@ def materialize(
             return Artifact.from_record(rec)  # type: ignore[arg-type]
     staging = new_staging_dir(folder, "build")
     try:
-        art = layer.build(inputs, config, staging, ctx)
-        if not layer.content_addressed and art.fingerprint != fingerprint:
-            raise RuntimeError(
-                f"{layer.name}: the builder reported fingerprint {art.fingerprint}, expected {fingerprint}"
-            )
+        # the fingerprint is the one computed above, even if a source file changes during the build
+        art = layer.build(
+            inputs, config, staging, ctx if layer.content_addressed else replace(ctx, fingerprint=fingerprint)
+        )
         art = _land(staging, folder / art.fingerprint, art, layer.content_addressed)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

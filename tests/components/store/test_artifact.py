@@ -118,3 +118,15 @@ def test_an_artifact_storing_nothing_is_recorded_and_reused(ctx: BuildContext) -
     assert art.path is None and art.summary == {"trained": False}
     assert list((ctx.data_root / "nothing" / "d").iterdir()) == []
     assert materialize(NOTHING, {}, None, ctx).reused
+
+
+def test_the_fingerprint_is_computed_once_even_if_the_code_changes_during_the_build(
+    ctx: BuildContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import components.store.artifact as artifact
+
+    digests = iter(["code-before", "code-edited-meanwhile"])
+    monkeypatch.setattr(artifact, "code_digest", lambda modules: next(digests))
+    art = materialize(WORDS, {}, {"text": "a b"}, ctx)
+    assert art.fingerprint == chain_fingerprint([], "words:code-before", {"text": "a b"})
+    assert Catalog(ctx.data_root / "catalog.duckdb").get("words", "d", art.fingerprint) is not None
