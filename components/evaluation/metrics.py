@@ -30,7 +30,16 @@ from typing import Any, Final
 
 from components.rubric.metrics import answer_metrics
 
-__all__ = ["CI_METRICS", "OUTCOMES", "EvalRecord", "bootstrap_ci", "breakdown", "outcome", "summarize"]
+__all__ = [
+    "CI_METRICS",
+    "OUTCOMES",
+    "EvalRecord",
+    "bootstrap_ci",
+    "breakdown",
+    "outcome",
+    "paired_difference",
+    "summarize",
+]
 
 OUTCOMES: Final = ("correct", "invalid_format", "loop_timeout", "premature_stop")
 CI_METRICS: Final = ("f1", "em", "raw_em", "rouge_l", "judge", "eh", "vf", "vc")
@@ -135,6 +144,39 @@ def bootstrap_ci(
     lo = values[int((1 - level) / 2 * (len(values) - 1))]
     hi = values[int((1 + level) / 2 * (len(values) - 1))]
     return lo, hi
+
+
+def paired_difference(
+    a: Sequence[EvalRecord],
+    b: Sequence[EvalRecord],
+    metric: str = "em",
+    *,
+    draws: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """``mean(a) − mean(b)`` of ``metric`` over the questions both systems answered, with a
+    paired percentile bootstrap: questions are resampled with replacement and each question's
+    difference is that of its two systems' sample means — the same questions on both sides, so
+    question difficulty cancels. ``n`` is the number of paired questions."""
+
+    def per_question(records: Sequence[EvalRecord]) -> dict[str, float]:
+        by_q: dict[str, list[float]] = defaultdict(list)
+        for r in records:
+            v = _value(r, metric)
+            if v is not None:
+                by_q[r.question_id].append(v)
+        return {q: sum(vs) / len(vs) for q, vs in by_q.items()}
+
+    qa, qb = per_question(a), per_question(b)
+    common = sorted(set(qa) & set(qb))
+    if not common:
+        return {"metric": metric, "value": None, "ci": [None, None], "n": 0}
+    diffs = [qa[q] - qb[q] for q in common]
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choices(diffs, k=len(diffs))) / len(diffs) for _ in range(draws))
+    lo, hi = means[int((1 - level) / 2 * (draws - 1))], means[int((1 + level) / 2 * (draws - 1))]
+    return {"metric": metric, "value": sum(diffs) / len(diffs), "ci": [lo, hi], "n": len(common)}
 
 
 def _conditional(records: Sequence[EvalRecord], hit: bool) -> float | None:

@@ -79,6 +79,19 @@ def md_table(rows: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def paired_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per compared pair: EM and F1 differences with their paired-bootstrap 95 % CIs."""
+    rows = []
+    for pair in report.get("paired", []):
+        row = {"difference": f"{pair['a']} − {pair['b']}", "questions": str(pair["em"]["n"])}
+        for metric in ("em", "f1"):
+            d = pair[metric]
+            lo, hi = d["ci"]
+            row[metric.upper()] = "–" if d["value"] is None else f"{d['value']:+.3f} [{lo:+.2f}, {hi:+.2f}]"
+        rows.append(row)
+    return rows
+
+
 def _breakdown_rows(report: Mapping[str, Any], field: str) -> list[dict[str, str]]:
     rows = []
     for name, s in report["systems"].items():
@@ -114,6 +127,12 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
         "## Systems side by side",
         "",
         md_table(main_table(report)),
+        "",
+        "## Paired differences",
+        "",
+        "Same questions on both sides; 95 % paired bootstrap CI over questions (sample means per question).",
+        "",
+        md_table(paired_table(report)) or "(none)",
         "",
         "## By difficulty level",
         "",
@@ -223,6 +242,7 @@ def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[st
     (folder / "report.md").write_text(md)
     tables = [
         ("Systems side by side", main_table(report)),
+        ("Paired differences", paired_table(report)),
         ("By difficulty level", _breakdown_rows(report, "by_level")),
         ("By question type", _breakdown_rows(report, "by_type")),
     ]

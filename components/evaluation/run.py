@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from components.evaluation.agents import EvalConfig, LLMJudge, graphrag_records, tool_agent_records
-from components.evaluation.metrics import EvalRecord, breakdown, summarize
+from components.evaluation.metrics import EvalRecord, breakdown, paired_difference, summarize
 from components.store.artifact import Artifact, BuildContext, Layer
 from components.training.checkpoint import TrainConfig
 
@@ -57,6 +57,7 @@ class SystemSpec:
     model_dir: str | None
     method: str = ""
     note: str = ""
+    system_prompt: str | None = None  # e.g. worked examples (the few-shot baseline)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -75,7 +76,9 @@ def _run_system(
     try:
         if spec.kind == "python_cypher":
             with python_cypher_envs(db_location, max_rounds=max(1, config.max_turns - 1)) as make_env:
-                return tool_agent_records(spec.name, llm, make_env, rows, config, stops=CODE_STOPS)
+                return tool_agent_records(
+                    spec.name, llm, make_env, rows, config, stops=CODE_STOPS, system_prompt=spec.system_prompt
+                )
         api = graph["api"]()
         if spec.kind == "graph_cot":
             return tool_agent_records(
@@ -99,10 +102,13 @@ def evaluate_systems(
     *,
     judge_model_dir: str | None,
     progress: Any = None,
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """The report dict (see the module docstring): ``systems`` (summary + breakdowns per system,
     or ``available: False`` with the note), ``records`` (every per-question record), the fixed
-    question order, seeds, decoding, judge model and normalisation."""
+    question order, seeds, decoding, judge model and normalisation; ``paired`` — for each
+    ``(a, b)`` of ``pairs`` that both ran, EM and F1 of ``a`` minus ``b`` on the same questions
+    with paired-bootstrap CIs (:func:`~components.evaluation.metrics.paired_difference`)."""
     from components.graph import open_backend
     from components.llm.transformers_backend import TransformersBackend
     from components.tools.graph_cot import GraphCoT
@@ -157,8 +163,15 @@ def evaluate_systems(
             "by_type": breakdown(recs, "qtype"),
             "wall_s": wall[spec.name],
         }
+    by_system = {name: [r for r in records if r.system == name] for name in out_systems}
+    paired = [
+        {"a": a, "b": b, **{m: paired_difference(by_system[a], by_system[b], m) for m in ("em", "f1")}}
+        for a, b in pairs
+        if by_system.get(a) and by_system.get(b)
+    ]
     return {
         "systems": out_systems,
+        "paired": paired,
         "order": [str(r.get("id")) for r in rows],
         "seeds": list(config.seeds),  # sample indices (streams of the run seeded by decoding.seed)
         "decoding": asdict(config),
@@ -190,14 +203,31 @@ def judge_dir(config: EvalConfig, data_root: Path) -> str:
     return config.judge_model_dir or str(smollm2_hf_dir(data_root))
 
 
-def eval_systems(inputs: Mapping[str, Artifact], base_model: str) -> list[SystemSpec]:
-    """What a domain's evaluation compares, in report order: the base model three ways (its
-    sandbox, zero-shot Graph-CoT, GraphRAG), every trained stage, and each configured ablation.
-    The DPO stage counts only when it was trained on the current preference pairs."""
+#: the differences a domain's report states with paired CIs: does the warm start beat the base
+#: model given the same worked examples, does RL beat its warm start, does DPO beat stage 1
+PAIRS: Final = (
+    ("sft-only", "base few-shot"),
+    ("sft-only", "base (before training)"),
+    ("graphcert-grpo", "sft-only"),
+    ("graphdancer-rl→dpo", "graphdancer-rl"),
+)
+
+
+def eval_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str | None = None) -> list[SystemSpec]:
+    """What a domain's evaluation compares, in report order: the base model four ways (its
+    sandbox, with ``few_shot`` worked examples in its prompt, zero-shot Graph-CoT, GraphRAG),
+    every trained stage, and each configured ablation. The DPO stage counts only when it was
+    trained on the current preference pairs."""
     dpo, pairs, ablations = inputs["dancer_dpo"], inputs["pairs"], inputs["ablations"]
     dpo_current = dpo.path is not None and pairs.fingerprint in dpo.parents
+    fewshot = (
+        [SystemSpec("base few-shot", "python_cypher", base_model, "worked examples in the prompt", "", few_shot)]
+        if few_shot
+        else []
+    )
     systems = [
         SystemSpec("base (before training)", "python_cypher", base_model, "no training"),
+        *fewshot,
         SystemSpec("graph-cot zero-shot", "graph_cot", base_model, "Graph-CoT prompting, no examples"),
         SystemSpec("graphrag", "graphrag", base_model, "2-hop neighbourhood of retrieved entities in one prompt"),
         SystemSpec("sft-only", "python_cypher", str(inputs["checkpoint"].path), "SFT warm start"),
@@ -236,6 +266,22 @@ def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir:
     }
 
 
+def _worked_examples(inputs: Mapping[str, Artifact], config: EvalConfig) -> str | None:
+    """The few-shot prompt: the first ``config.few_shot`` teacher trajectories of the training
+    split (programs anchored by name, as the warm start learns them), played in the sandbox."""
+    from components.tools.episodes import python_cypher_envs
+    from components.training.anchors import solver_rows
+    from components.training.checkpoint import certified_train_rows
+    from components.training.teacher import worked_examples
+
+    rows = certified_train_rows(inputs["certified"], inputs["curriculum"])[: config.few_shot]
+    if not rows:
+        return None
+    rows = solver_rows(rows, str(inputs["snapshot"].path))[0]
+    with python_cypher_envs(str(inputs["snapshot"].path), max_rounds=max(1, config.max_turns - 1)) as make_env:
+        return worked_examples(rows, make_env)
+
+
 def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: Path, ctx: BuildContext) -> Artifact:
     """The ``eval_reports`` layer: :func:`evaluate_systems` of :func:`eval_systems` on the test
     split of the ``curriculum`` input, on the ``snapshot`` graph; writes the report files."""
@@ -244,7 +290,8 @@ def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: 
     from components.training.checkpoint import base_model_dir
 
     rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path))
-    systems = eval_systems(inputs, str(base_model_dir(plan.train, ctx.data_root)))
+    few_shot = _worked_examples(inputs, plan.evaluate) if plan.evaluate.few_shot else None
+    systems = eval_systems(inputs, str(base_model_dir(plan.train, ctx.data_root)), few_shot)
     report = evaluate_systems(
         systems,
         rows,
@@ -252,6 +299,7 @@ def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: 
         plan.evaluate,
         judge_model_dir=judge_dir(plan.evaluate, ctx.data_root),
         progress=lambda name, s: ctx.log(f"{name}: {s:.1f} s"),
+        pairs=PAIRS,
     )
     files = write_report(report, out_dir, f"graphdojo evaluation — {ctx.domain}")
     return EVAL_REPORTS.artifact(

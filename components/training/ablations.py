@@ -36,6 +36,7 @@ from typing import Any, Final
 from components.options import checked_options
 from components.store.artifact import Artifact, BuildContext, Layer
 from components.store.fingerprint import read_parquet
+from components.training.anchors import solver_rows
 
 __all__ = [
     "ABLATIONS",
@@ -188,7 +189,7 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
         result = run_ablation(
             a,
             str(inputs["checkpoint"].path),
-            chosen[a.name],
+            solver_rows(chosen[a.name], str(inputs["snapshot"].path))[0],
             str(inputs["snapshot"].path),
             plan.train,
             out_dir / a.name,

@@ -364,10 +364,19 @@ def training_ids(curriculum: Artifact) -> set[str]:
     return {r["id"] for r in training_items(read_parquet(str(curriculum.path)))}
 
 
-def certified_train_rows(certified: Artifact, curriculum: Artifact) -> list[dict[str, Any]]:
-    """The certified rows of the training split, in the certified table's order."""
+def certified_train_rows(
+    certified: Artifact, curriculum: Artifact, snapshot: Artifact | None = None
+) -> list[dict[str, Any]]:
+    """The certified rows of the training split, in the certified table's order; with the
+    ``snapshot``, their programs and gold evidence anchored by the names the questions use
+    (:func:`~components.training.anchors.solver_rows`)."""
     ids = training_ids(curriculum)
-    return [r for r in read_parquet(str(certified.path)) if r["id"] in ids]
+    rows = [r for r in read_parquet(str(certified.path)) if r["id"] in ids]
+    if snapshot is None:
+        return rows
+    from components.training.anchors import solver_rows
+
+    return solver_rows(rows, str(snapshot.path))[0]
 
 
 def build_checkpoints(
@@ -376,7 +385,7 @@ def build_checkpoints(
     """The ``checkpoints`` layer: :func:`train_checkpoint` on the certified rows of the
     ``curriculum`` input's training split (``certified``), on the ``snapshot`` graph."""
     curriculum = inputs["curriculum"]
-    rows = certified_train_rows(inputs["certified"], curriculum)
+    rows = certified_train_rows(inputs["certified"], curriculum, inputs["snapshot"])
     result = train_checkpoint(
         rows,
         str(inputs["snapshot"].path),

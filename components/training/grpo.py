@@ -16,6 +16,11 @@ reward reads ``valid_format`` from there, the ``graphcert`` reward ``pred_eviden
 side is the dataset's ``evidence_json`` / ``evidence_queries`` column).
 TRL's ``rollout_func`` is experimental in 1.16 (hence the exact pin).
 
+**Scored spans** (:func:`span_trainer`): in the training pass, log-probabilities and entropies
+are computed only at the model's own completion tokens — environment tokens are attended to as
+context but never projected through the LM head (TRL would score every completion position on
+CPU and mask afterwards). The loss is the same; the masked-loss tests compare both.
+
 CPU settings as verified on these machines: ``use_cpu``, no bf16, no activation checkpointing,
 no reporting; ``batch_size`` counts completions and must be divisible by ``num_generations``.
 """
@@ -31,7 +36,17 @@ from typing import Any
 from components.rollout.runner import RolloutConfig, RolloutRunner
 from components.tools.env import ToolEnvironment
 
-__all__ = ["GRPORunConfig", "MultiTurn", "TrainResult", "grpo_args", "policy_backend", "rollout_summary", "run_grpo"]
+__all__ = [
+    "GRPORunConfig",
+    "MultiTurn",
+    "TrainResult",
+    "grpo_args",
+    "policy_backend",
+    "rollout_summary",
+    "run_grpo",
+    "span_logps",
+    "span_trainer",
+]
 
 
 def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
@@ -168,6 +183,88 @@ class MultiTurn:
         return rollout
 
 
+def span_logps(
+    model: Any, input_ids: Any, attention_mask: Any, logits_to_keep: int, scored: Any, temperature: float = 1.0
+) -> tuple[Any, Any]:
+    """Per-token log-probabilities and entropies of the last ``logits_to_keep`` tokens, computed
+    only where ``scored`` (``[batch, logits_to_keep]``) is 1; 0 elsewhere. The backbone sees the
+    whole sequence; only scored positions go through the LM head (TRL's chunked kernel)."""
+    from trl.kernels import ChunkedLogProbFunction
+
+    backbone = getattr(model, model.base_model_prefix)
+    hidden = backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+    hidden = hidden[:, -logits_to_keep - 1 : -1]
+    mask = scored.bool()
+    head = model.get_output_embeddings()
+    config = model.config.get_text_config()
+    logps, entropy, *_ = ChunkedLogProbFunction.apply(
+        hidden[mask],
+        head.weight,
+        head.bias,
+        input_ids[:, -logits_to_keep:][mask],
+        temperature,
+        32768,
+        getattr(config, "final_logit_softcapping", None),
+        1.0,
+        ("log_probs", "entropy"),
+    )
+    return logps.new_zeros(mask.shape).masked_scatter(mask, logps), entropy.new_zeros(mask.shape).masked_scatter(
+        mask, entropy
+    )
+
+
+def span_trainer() -> type:
+    """``GRPOTrainer`` whose training pass scores only the model's tokens (:func:`span_logps`)
+    when the rollouts carry an environment mask; everything else is TRL's."""
+    from trl import GRPOTrainer
+
+    class SpanGRPOTrainer(GRPOTrainer):
+        _scored: Any = None
+
+        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+            tool = inputs.get("tool_mask")
+            self._scored = None if tool is None else inputs["completion_mask"] * tool
+            try:
+                return super()._compute_loss(model, inputs)
+            finally:
+                self._scored = None
+
+        def _get_per_token_logps_and_entropies(
+            self,
+            model: Any,
+            input_ids: Any,
+            attention_mask: Any,
+            logits_to_keep: int,
+            batch_size: int | None = None,
+            compute_entropy: bool = False,
+            compute_aux_loss: bool = False,
+            **kwargs: Any,
+        ) -> Any:
+            extra = any(v is not None for v in kwargs.values())  # images: TRL's own path
+            if (
+                self._scored is None
+                or compute_aux_loss
+                or extra
+                or self._scored.shape != (len(input_ids), logits_to_keep)
+            ):
+                return super()._get_per_token_logps_and_entropies(
+                    model,
+                    input_ids,
+                    attention_mask,
+                    logits_to_keep,
+                    batch_size,
+                    compute_entropy,
+                    compute_aux_loss,
+                    **kwargs,
+                )
+            logps, entropy = span_logps(
+                model, input_ids, attention_mask, logits_to_keep, self._scored, self.temperature
+            )
+            return logps, (entropy if compute_entropy else None), None
+
+    return SpanGRPOTrainer
+
+
 def run_grpo(
     model_dir: str | Path,
     rows: Sequence[dict[str, Any]],
@@ -178,7 +275,6 @@ def run_grpo(
 ) -> TrainResult:
     """Train with GRPO; see the module docstring."""
     from datasets import Dataset
-    from trl import GRPOTrainer
 
     from components.training._common import load, train_and_save
 
@@ -187,7 +283,7 @@ def run_grpo(
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tokenizer = load(model_dir, config.threads, left_pad=True)
     args = grpo_args(config, output_dir)
-    trainer = GRPOTrainer(
+    trainer = span_trainer()(
         model=model,
         reward_funcs=list(reward_funcs),
         args=args,

@@ -470,7 +470,7 @@ def build_graphcert_grpo(
     """``graphcert_grpo``: :func:`graphcert_grpo` from the ``checkpoint`` input on the certified
     rows of the ``curriculum`` input's training split."""
     curriculum = inputs["curriculum"]
-    rows = certified_train_rows(inputs["certified"], curriculum)
+    rows = certified_train_rows(inputs["certified"], curriculum, inputs["snapshot"])
     result = graphcert_grpo(
         str(inputs["checkpoint"].path),
         rows,

@@ -21,7 +21,14 @@ from components.llm.base import Generation, SamplingParams
 from components.rollout.runner import CODE_STOPS, RolloutConfig, RolloutRecord, RolloutRunner
 from components.tools.env import ToolEnvironment
 
-__all__ = ["TeacherBackend", "certified_teacher_records", "grain_teacher_steps", "teacher_records", "teacher_steps"]
+__all__ = [
+    "TeacherBackend",
+    "certified_teacher_records",
+    "grain_teacher_steps",
+    "teacher_records",
+    "teacher_steps",
+    "worked_examples",
+]
 
 
 class TeacherBackend:
@@ -102,3 +109,22 @@ def certified_teacher_records(
 ) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
     """Teacher trajectories of certified rows in the Python + Cypher environment (module docstring)."""
     return teacher_records(rows, teacher_steps, make_env, tokenizer, stops=CODE_STOPS, system_prompt=system_prompt)
+
+
+def worked_examples(rows: Sequence[Mapping[str, Any]], make_env: Callable[[], ToolEnvironment]) -> str:
+    """A few-shot prompt: each row's teacher trajectory as the environment plays it — the
+    question, the program, the environment's real reply, the answer. (The same steps the
+    warm start is trained on, so a few-shot base model and a warm-started one see one format.)"""
+    parts = ["Worked examples of the format (other questions, the same graph):"]
+    for row in rows:
+        env = make_env()
+        try:
+            env.reset(**dict(row))
+            program, answer = teacher_steps(row)
+            reply, _ = env.step(program)
+        finally:
+            close = getattr(env, "close", None)
+            if callable(close):
+                close()
+        parts.append(f"Question: {row['question']}\n{program}{reply}{answer}")
+    return "\n\n".join(parts)

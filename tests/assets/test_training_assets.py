@@ -118,6 +118,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     rows = {r.data["system"]: r.data for r in ev["systems"].value.records}
     assert list(rows) == [
         "base (before training)",
+        "base few-shot",
         "graph-cot zero-shot",
         "graphrag",
         "sft-only",
@@ -134,6 +135,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert ev["judge_model"].value == judge and ev["seeds"].value == [0, 1]
     page = Path(ev["report_html"].value).read_text()
     assert "data:image/png;base64," in page and "P(EM|EH)" in page and "premature_stop" in page
+    assert "Paired differences" in page and "sft-only − base (before training)" in page
     grit = materialized["eval_report"]
     overview = {r.data["system"]: r.data for r in grit["overview"].value.records}
     assert set(overview) == {"base (before training)", "grain"} and grit["items"].value == 6  # 2 test, OOD, large

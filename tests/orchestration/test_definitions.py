@@ -117,7 +117,7 @@ def test_code_versions_are_the_layers_code_digests() -> None:
     from components.store.digest import code_digest
     from orchestration.dvc import LAYERS
 
-    graph = defs.resolve_asset_graph()
+    graph = build_definitions().resolve_asset_graph()  # built now: the digests of the files as they are
     for key in graph.get_all_asset_keys():
         layer = LAYERS[key.path[-1]]
         assert graph.get(key).code_version == layer.code_version == code_digest(layer.code_modules), key

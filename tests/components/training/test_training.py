@@ -217,3 +217,25 @@ def test_graphcert_grpo_over_the_python_cypher_sandbox(tiny_model: Path, tmp_pat
     assert result.steps == 1 and len(seen["pred_evidence"]) == 4
     assert all(isinstance(e, list) for e in seen["pred_evidence"])
     assert seen["rewards"] == [0.0] * 4  # a random model never answers: unparseable → 0
+
+
+def test_span_scoring_equals_full_scoring_on_the_model_tokens(tiny_model: Path) -> None:
+    """GRPO's training pass projects only the model's tokens through the LM head: at those
+    positions the log-probabilities (and their gradients) equal the full computation's; the
+    environment positions are 0 and never scored."""
+    from components.rollout.loss import completion_logprobs
+    from components.training.grpo import span_logps
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    prompt, completion = [5, 17, 42, 8], [100, 101, 102, 200, 201, 103, 104]
+    scored = torch.tensor([[1, 1, 1, 0, 0, 1, 1]])
+    ids = torch.tensor([prompt + completion])
+    logps, entropy = span_logps(model, ids, torch.ones_like(ids), len(completion), scored)
+    full = completion_logprobs(model, prompt, completion)
+    assert torch.allclose(logps[0][scored[0].bool()], full[scored[0].bool()], atol=1e-5)
+    assert torch.equal(logps[0][~scored[0].bool()], torch.zeros(2)) and torch.all(entropy[0][scored[0].bool()] > 0)
+    (logps.sum()).backward()
+    grad_span = model.get_output_embeddings().weight.grad.clone()
+    model.zero_grad()
+    (full * scored[0]).sum().backward()
+    assert torch.allclose(grad_span, model.get_output_embeddings().weight.grad, atol=1e-5)
