@@ -188,10 +188,10 @@ def build_grit_eval(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: Pat
 
     items = grit_items(str(inputs["tasks"].path), plan.evaluate.grit_per_split)
     systems = {
-        "base (before training)": str(base_model_dir(plan.train, ctx.data_root)),
+        "base (before training)": str(base_model_dir(plan.train.for_stage("grain_checkpoint"), ctx.data_root)),
         "grain": str(inputs["grain"].path),
     }
-    new_tokens = plan.train.resolved()["grain_new_tokens"]
+    new_tokens = plan.train.for_stage("grain_checkpoint").resolved()["grain_new_tokens"]
     summaries, records = evaluate_grit(systems, items, plan.evaluate, new_tokens=new_tokens)
     meta = {
         "items": len(items),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -213,11 +213,45 @@ PAIRS: Final = (
 )
 
 
-def eval_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str | None = None) -> list[SystemSpec]:
+#: the note of a system trained by a ``mechanics_only`` stage (TrainConfig)
+MECHANICS_NOTE: Final = "mechanics only: the tiny random model (cpu-tiny), not a learning result"
+
+
+def eval_systems(
+    inputs: Mapping[str, Artifact],
+    base_model: str,
+    few_shot: str | None = None,
+    *,
+    train: TrainConfig | None = None,
+    only: Sequence[str] | None = None,
+) -> list[SystemSpec]:
     """What a domain's evaluation compares, in report order: the base model four ways (its
     sandbox, with ``few_shot`` worked examples in its prompt, zero-shot Graph-CoT, GraphRAG),
     every trained stage, and each configured ablation. The DPO stage counts only when it was
-    trained on the current preference pairs."""
+    trained on the current preference pairs. Stages ``train`` runs on the tiny model carry
+    :data:`MECHANICS_NOTE`; with ``only``, every other system is listed as not evaluated."""
+    systems = _all_systems(inputs, base_model, few_shot)
+    if train is not None:
+        stage_of = {"graphdancer-rl": "graphdancer_rl", "graphdancer-rl→dpo": "graphdancer_dpo"}
+        systems = [
+            replace(s, note=MECHANICS_NOTE)
+            if s.model_dir
+            and train.mechanics(stage_of.get(s.name, "ablations" if s.name.startswith("ablation") else ""))
+            else s
+            for s in systems
+        ]
+    if only is None:
+        return systems
+    unknown = set(only) - {s.name for s in systems}
+    if unknown:
+        raise ValueError(f"eval.systems names unknown systems {sorted(unknown)}; known: {[s.name for s in systems]}")
+    return [
+        s if s.name in only else replace(s, model_dir=None, note="not evaluated in this domain's config (eval.systems)")
+        for s in systems
+    ]
+
+
+def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str | None) -> list[SystemSpec]:
     dpo, pairs, ablations = inputs["dancer_dpo"], inputs["pairs"], inputs["ablations"]
     dpo_current = dpo.path is not None and pairs.fingerprint in dpo.parents
     fewshot = (
@@ -291,7 +325,13 @@ def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: 
 
     rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path))
     few_shot = _worked_examples(inputs, plan.evaluate) if plan.evaluate.few_shot else None
-    systems = eval_systems(inputs, str(base_model_dir(plan.train, ctx.data_root)), few_shot)
+    systems = eval_systems(
+        inputs,
+        str(base_model_dir(plan.train, ctx.data_root)),
+        few_shot,
+        train=plan.train,
+        only=plan.evaluate.systems,
+    )
     report = evaluate_systems(
         systems,
         rows,

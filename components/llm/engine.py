@@ -192,23 +192,40 @@ class _Stops:
 _STOPS: weakref.WeakKeyDictionary[Any, _Stops] = weakref.WeakKeyDictionary()
 
 
+#: top-p is decided among the top this-many tokens when they already hold the top-p mass (an exact
+#: shortcut: no full-vocabulary sort per step); otherwise the whole vocabulary is sorted
+TOP_P_CANDIDATES = 256
+
+
 def _sample(logits: torch.Tensor, uniforms: torch.Tensor, params: SamplingParams) -> torch.Tensor:
     """One token per row: argmax at temperature 0, else temperature / top-k / top-p and an
-    inverse-CDF draw with each row's uniform."""
+    inverse-CDF draw with each row's uniform (over the candidates in descending-score order when
+    top-k or top-p truncates, so a row's draw never depends on which path its batch took)."""
     if params.temperature == 0:
         return logits.argmax(dim=-1)
     scores = logits.float() / params.temperature
-    if params.top_k > 0:
-        kth = torch.topk(scores, min(params.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
-        scores = scores.masked_fill(scores < kth, float("-inf"))
+    vocab = scores.shape[-1]
+    k = min(params.top_k, vocab) if params.top_k > 0 else vocab
+    if k == vocab and params.top_p >= 1.0:
+        cdf = scores.softmax(dim=-1).cumsum(dim=-1)
+        target = (uniforms * cdf[:, -1]).unsqueeze(-1)
+        return torch.searchsorted(cdf, target).squeeze(-1).clamp(max=vocab - 1)
+    vals, idx = torch.topk(scores, min(k, TOP_P_CANDIDATES), dim=-1)  # sorted, descending
+    # the share of each candidate in the distribution top-p is taken over (after top-k)
+    kept = scores if k == vocab else vals if k <= TOP_P_CANDIDATES else torch.topk(scores, k, dim=-1).values
+    norm = torch.logsumexp(kept, dim=-1, keepdim=True)
+    probs = (vals - norm).exp()
+    if params.top_p < 1.0 and k > TOP_P_CANDIDATES and not bool((probs.sum(-1) > params.top_p).all()):
+        vals, idx = torch.sort(scores, descending=True, dim=-1)
+        vals, idx = vals[:, :k], idx[:, :k]
+        probs = (vals - torch.logsumexp(vals, dim=-1, keepdim=True)).exp()
     if params.top_p < 1.0:
-        sorted_scores, idx = torch.sort(scores, descending=True, dim=-1)
-        probs = sorted_scores.softmax(dim=-1)
         drop = probs.cumsum(dim=-1) - probs > params.top_p  # keeps at least the top token
-        scores = scores.masked_fill(drop.scatter(-1, idx, drop), float("-inf"))
-    cdf = scores.softmax(dim=-1).cumsum(dim=-1)
+        vals = vals.masked_fill(drop, float("-inf"))
+    cdf = vals.softmax(dim=-1).cumsum(dim=-1)
     target = (uniforms * cdf[:, -1]).unsqueeze(-1)
-    return torch.searchsorted(cdf, target).squeeze(-1).clamp(max=scores.shape[-1] - 1)
+    pick = torch.searchsorted(cdf, target).clamp(max=vals.shape[-1] - 1)
+    return idx.gather(-1, pick).squeeze(-1)
 
 
 class Engine:
@@ -216,7 +233,7 @@ class Engine:
     cache; ``batch_size`` the rows decoded together."""
 
     def __init__(
-        self, model: Any, tokenizer: Any, eos_ids: set[int], *, batch_size: int = 16, cache_bytes: int = 2 << 30
+        self, model: Any, tokenizer: Any, eos_ids: set[int], *, batch_size: int = 64, cache_bytes: int = 4 << 30
     ) -> None:
         self.model, self.tokenizer, self.eos_ids, self.batch_size = model, tokenizer, eos_ids, batch_size
         self.device = next(model.parameters()).device

@@ -68,7 +68,7 @@ class TransformersBackend:
         device: str = "cpu",
         dtype: str = "float32",
         threads: int | None = None,
-        batch_size: int = 16,
+        batch_size: int = 64,
         chat_template: str | None = None,
     ) -> None:
         if dtype not in _DTYPES:
@@ -107,7 +107,7 @@ class TransformersBackend:
         self.engine = Engine(self.model, self.tokenizer, eos_ids, batch_size=batch_size)
 
     @classmethod
-    def wrap(cls, model: Any, tokenizer: Any, *, batch_size: int = 16) -> TransformersBackend:
+    def wrap(cls, model: Any, tokenizer: Any, *, batch_size: int = 64) -> TransformersBackend:
         """A backend over an already loaded model and tokenizer (e.g. the policy a trainer is
         updating), without loading anything; generation runs under ``inference_mode``."""
         self = cls.__new__(cls)

@@ -78,6 +78,9 @@ class RolloutConfig:
     seed: int | None = 0
     system_prompt: str | None = None
     stops: tuple[str, ...] = STOPS  # a step ends at the first of these (it belongs to the step)
+    #: episodes played to the end together: bounds the key/value working set the generation
+    #: engine keeps across turns (a chunk's histories stay cached instead of being evicted)
+    chunk: int = 64
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,8 @@ class RolloutRunner:
     def run(self, rows: Sequence[dict[str, Any]], *, n: int = 1) -> list[RolloutRecord]:
         """``n`` rollouts per row (row-major order: row 0's n, then row 1's …)."""
         cfg = self.config
+        if cfg.chunk < 1:
+            raise ValueError(f"chunk must be >= 1, got {cfg.chunk}")
         t0 = time.perf_counter()
         envs: list[ToolEnvironment] = []
         records: list[RolloutRecord] = []
@@ -190,43 +195,9 @@ class RolloutRunner:
         try:
             finished = [False] * len(records)
             truncated = [False] * len(records)
-            for turn in range(cfg.max_turns):
-                active = [i for i, f in enumerate(finished) if not f]
-                if not active:
-                    break
-                budget = {
-                    i: cfg.max_total_tokens - len(records[i].prompt_ids) - len(records[i].completion_ids)
-                    for i in active
-                }
-                for i in [i for i in active if budget[i] <= 0]:
-                    finished[i] = truncated[i] = True
-                active = [i for i in active if budget[i] > 0]
-                if not active:
-                    break
-                params = SamplingParams(
-                    max_new_tokens=max(1, min(cfg.max_new_tokens, min(budget[i] for i in active))),
-                    temperature=cfg.temperature,
-                    top_p=cfg.top_p,
-                    top_k=cfg.top_k,
-                    stop=cfg.stops,
-                    seed=None if cfg.seed is None else cfg.seed + 1000 * turn,
-                    n=1,
-                )
-                gens = self.backend.generate_ids(
-                    [records[i].prompt_ids + records[i].completion_ids for i in active], params
-                )
-                for i, (g,) in zip(active, gens, strict=True):
-                    rec, env = records[i], envs[i]
-                    rec.completion_ids += list(g.token_ids)
-                    rec.loss_mask += [1] * len(g.token_ids)
-                    step_text = g.text + (g.stop_reason if g.stop_reason in cfg.stops else "")
-                    reply, done = env.step(step_text)
-                    if done:
-                        finished[i] = True
-                        continue
-                    env_ids = self._encode(reply)
-                    rec.completion_ids += env_ids
-                    rec.loss_mask += [0] * len(env_ids)
+            for start in range(0, len(records), cfg.chunk):
+                chunk = list(range(start, min(start + cfg.chunk, len(records))))
+                self._play(chunk, records, envs, finished, truncated, seed_offset=start // cfg.chunk * 1_000_003)
             for i in range(len(records)):
                 if not finished[i]:
                     truncated[i] = True
@@ -243,6 +214,55 @@ class RolloutRunner:
                 if callable(close):
                     close()
         return records
+
+    def _play(
+        self,
+        chunk: list[int],
+        records: list[RolloutRecord],
+        envs: list[ToolEnvironment],
+        finished: list[bool],
+        truncated: list[bool],
+        *,
+        seed_offset: int,
+    ) -> None:
+        """Every turn of the episodes ``chunk`` (indices into ``records`` / ``envs``), in place."""
+        cfg = self.config
+        for turn in range(cfg.max_turns):
+            active = [i for i in chunk if not finished[i]]
+            if not active:
+                break
+            budget = {
+                i: cfg.max_total_tokens - len(records[i].prompt_ids) - len(records[i].completion_ids) for i in active
+            }
+            for i in [i for i in active if budget[i] <= 0]:
+                finished[i] = truncated[i] = True
+            active = [i for i in active if budget[i] > 0]
+            if not active:
+                break
+            params = SamplingParams(
+                max_new_tokens=max(1, min(cfg.max_new_tokens, min(budget[i] for i in active))),
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                top_k=cfg.top_k,
+                stop=cfg.stops,
+                seed=None if cfg.seed is None else cfg.seed + seed_offset + 1000 * turn,
+                n=1,
+            )
+            gens = self.backend.generate_ids(
+                [records[i].prompt_ids + records[i].completion_ids for i in active], params
+            )
+            for i, (g,) in zip(active, gens, strict=True):
+                rec, env = records[i], envs[i]
+                rec.completion_ids += list(g.token_ids)
+                rec.loss_mask += [1] * len(g.token_ids)
+                step_text = g.text + (g.stop_reason if g.stop_reason in cfg.stops else "")
+                reply, done = env.step(step_text)
+                if done:
+                    finished[i] = True
+                    continue
+                env_ids = self._encode(reply)
+                rec.completion_ids += env_ids
+                rec.loss_mask += [0] * len(env_ids)
 
     @staticmethod
     def _stats(rec: RolloutRecord, env: ToolEnvironment, truncated: bool) -> TrajectoryStats:

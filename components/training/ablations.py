@@ -182,16 +182,20 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
         read_parquet(str(inputs["curriculum"].path)),
         seed=plan.train.seed,
     )
+    from components.training.checkpoint import base_model_dir
+
     summary = []
+    train = plan.train.for_stage("ablations")
+    start = base_model_dir(train, ctx.data_root) if plan.train.mechanics("ablations") else inputs["checkpoint"].path
     for a in plan.ablations:
         if not chosen[a.name]:
             raise ValueError(f"ablation {a.name} selects no training rows")
         result = run_ablation(
             a,
-            str(inputs["checkpoint"].path),
+            str(start),
             solver_rows(chosen[a.name], str(inputs["snapshot"].path))[0],
             str(inputs["snapshot"].path),
-            plan.train,
+            train,
             out_dir / a.name,
             data_fingerprint=certified.fingerprint,
             domain=ctx.domain,

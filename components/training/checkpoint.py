@@ -32,6 +32,7 @@ from components.store.fingerprint import read_parquet
 
 __all__ = [
     "CHECKPOINTS",
+    "MECHANICS_STAGES",
     "PRESETS",
     "TrainConfig",
     "CheckpointResult",
@@ -42,6 +43,9 @@ __all__ = [
     "training_ids",
     "write_checkpoint_files",
 ]
+
+#: the stages a domain may run on the tiny model (``train.mechanics_only``)
+MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dpo", "grain_checkpoint", "ablations")
 
 # Warm start (max_steps … max_examples), preference pairs (pair_*), the RL stages (rl_*: rollouts
 # per question = rl_generations, completions per step = rl_batch; dancer_steps for GraphDancer
@@ -71,18 +75,18 @@ PRESETS: Final = {
         "grain_new_tokens": 32,
     },
     "cpu-demo": {
-        "max_steps": 16,
+        "max_steps": 24,
         "learning_rate": 1e-4,
         "batch_size": 2,
-        "max_examples": 12,
+        "max_examples": 48,
         "pair_questions": 3,
         "pair_new_tokens": 80,
         "rl_steps": 2,
         "dancer_steps": 2,
-        "rl_questions": 4,
-        "rl_generations": 2,
-        "rl_batch": 4,
-        "rl_new_tokens": 96,
+        "rl_questions": 8,
+        "rl_generations": 8,
+        "rl_batch": 8,
+        "rl_new_tokens": 192,  # a name-anchored program is ~130 tokens (up to ~170)
         "rl_turns": 2,
         "rl_learning_rate": 1e-6,
         "dpo_steps": 2,
@@ -135,10 +139,21 @@ class TrainConfig:
     #: training process) or ``server`` (``trl vllm-serve`` at ``vllm_server_url``)
     vllm_mode: str | None = None
     vllm_server_url: str | None = None
+    #: stages that train the tiny random model (``cpu-tiny``, from its own base, not from this
+    #: preset's warm start) so the pipeline stays short: their report rows say "mechanics only"
+    mechanics_only: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; known: {sorted(PRESETS)}")
+        if isinstance(self.mechanics_only, str):
+            raise ValueError("mechanics_only must be a list of stage names")
+        object.__setattr__(self, "mechanics_only", tuple(self.mechanics_only))
+        unknown_stages = set(self.mechanics_only) - set(MECHANICS_STAGES)
+        if unknown_stages:
+            raise ValueError(
+                f"mechanics_only: unknown stages {sorted(unknown_stages)}; known: {list(MECHANICS_STAGES)}"
+            )
         if self.preset == "gpu" and not self.model_dir:
             raise ValueError("the gpu preset needs model_dir (a local Hugging Face folder)")
         if self.vllm_mode not in (None, "colocate", "server"):
@@ -161,8 +176,20 @@ class TrainConfig:
         return cls(**checked_options(cls, raw, "train"))
 
     def resolved(self) -> dict[str, Any]:
-        own = {k: v for k, v in asdict(self).items() if v is not None and k != "budgets"}
-        return {**PRESETS[self.preset], **dict(self.budgets), **own}
+        own = {k: v for k, v in asdict(self).items() if v is not None and k not in ("budgets", "mechanics_only")}
+        extra = {"mechanics_only": list(self.mechanics_only)} if self.mechanics_only else {}
+        return {**PRESETS[self.preset], **dict(self.budgets), **own, **extra}
+
+    def mechanics(self, stage: str) -> bool:
+        """Whether ``stage`` trains the tiny model in this config (``mechanics_only``)."""
+        return stage in self.mechanics_only
+
+    def for_stage(self, stage: str) -> TrainConfig:
+        """The config ``stage`` trains with: this one, or for a ``mechanics_only`` stage the
+        ``cpu-tiny`` preset with its own budgets (same seed and threads)."""
+        if not self.mechanics(stage):
+            return self
+        return TrainConfig(preset="cpu-tiny", seed=self.seed, threads=self.threads)
 
 
 @dataclass

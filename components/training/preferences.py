@@ -113,6 +113,7 @@ def sample_preference_pairs(
 
 def preference_config(train: TrainConfig) -> PreferenceConfig:
     """The sampling budget of a domain's training config (``pair_*`` keys of its preset)."""
+    train = train.for_stage("preference_pairs")
     r = train.resolved()
     return PreferenceConfig(
         max_questions=r["pair_questions"], max_new_tokens=r["pair_new_tokens"], seed=train.seed, threads=train.threads

@@ -492,11 +492,13 @@ def build_graphdancer_rl(
 
     curriculum = inputs["curriculum"]
     items = training_items(read_parquet(str(curriculum.path)))
+    stage = config.for_stage("graphdancer_rl")
+    start = base_model_dir(stage, ctx.data_root) if config.mechanics("graphdancer_rl") else inputs["checkpoint"].path
     result = graphdancer_rl(
-        str(inputs["checkpoint"].path),
+        str(start),
         items,
         str(inputs["snapshot"].path),
-        config,
+        stage,
         out_dir,
         data_fingerprint=curriculum.fingerprint,
         domain=ctx.domain,
@@ -526,7 +528,7 @@ def build_graphdancer_dpo(
         str(inputs["stage1"].path),
         pairs,
         levels,
-        config,
+        config.for_stage("graphdancer_dpo"),
         out_dir,
         data_fingerprint=pairs_art.fingerprint,
         domain=ctx.domain,
@@ -543,7 +545,13 @@ def build_grain_checkpoint(
 
     tasks = inputs["tasks"]
     items = [from_row(r) for r in read_parquet(str(tasks.path)) if r["split"] == "train"]
-    result = grain_stage(items, config, out_dir, data_fingerprint=tasks.fingerprint, cache_root=ctx.data_root)
+    result = grain_stage(
+        items,
+        config.for_stage("grain_checkpoint"),
+        out_dir,
+        data_fingerprint=tasks.fingerprint,
+        cache_root=ctx.data_root,
+    )
     return _trained(GRAIN_CHECKPOINT, inputs, config, out_dir, ctx, result)
 
 

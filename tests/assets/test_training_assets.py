@@ -144,7 +144,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
 
 
 def test_train_config_validation() -> None:
-    assert TrainConfig.from_dict({"preset": "cpu-demo"}).resolved()["max_steps"] == 16
+    assert TrainConfig.from_dict({"preset": "cpu-demo"}).resolved()["max_steps"] == 24
     assert TrainConfig.from_dict({"preset": "cpu-tiny", "max_steps": 3}).resolved()["max_steps"] == 3
     with pytest.raises(ValueError, match="preset"):
         TrainConfig.from_dict({"preset": "tpu"})
@@ -152,3 +152,51 @@ def test_train_config_validation() -> None:
         TrainConfig.from_dict({"preset": "gpu"})
     with pytest.raises(ValueError, match="unknown train options"):
         TrainConfig.from_dict({"epochs": 3})
+
+
+def test_mechanics_only_stages_train_the_tiny_model_and_say_so() -> None:
+    from components.evaluation.run import MECHANICS_NOTE, eval_systems
+    from components.store.artifact import Artifact
+
+    train = TrainConfig.from_dict({"preset": "cpu-demo", "mechanics_only": ["graphdancer_rl", "ablations"]})
+    assert train.for_stage("checkpoints") is train and train.for_stage("graphcert_grpo") is train
+    tiny = train.for_stage("graphdancer_rl")
+    assert tiny.preset == "cpu-tiny" and not tiny.mechanics_only and tiny.seed == train.seed
+    assert train.resolved()["mechanics_only"] == ["graphdancer_rl", "ablations"]  # part of the fingerprint
+    with pytest.raises(ValueError, match="unknown stages"):
+        TrainConfig.from_dict({"mechanics_only": ["checkpoints"]})  # the warm start is never mechanics only
+    with pytest.raises(ValueError, match="list of stage names"):
+        TrainConfig.from_dict({"mechanics_only": "ablations"})
+
+    def art(layer: str, **kw) -> Artifact:
+        return Artifact(layer, "lab", f"fp-{layer}", f"/models/{layer}", **kw)
+
+    inputs = {
+        "checkpoint": art("checkpoints"),
+        "graphcert": art("graphcert_grpo"),
+        "dancer_rl": art("graphdancer_rl"),
+        "pairs": art("preference_pairs"),
+        "dancer_dpo": art("graphdancer_dpo", parents=("fp-preference_pairs",)),
+        "ablations": art(
+            "ablations",
+            summary={
+                "ablations": [
+                    {"name": "strict-only", "folder": "s", "data": "strict", "items": 3, "reward": "graphcert"}
+                ]
+            },
+        ),
+    }
+    systems = {
+        s.name: s for s in eval_systems(inputs, "/models/base", train=train, only=["sft-only", "graphdancer-rl"])
+    }
+    assert systems["graphdancer-rl"].model_dir and systems["graphdancer-rl"].note == MECHANICS_NOTE
+    assert systems["sft-only"].model_dir and systems["sft-only"].note == ""
+    skipped = [n for n, s in systems.items() if s.model_dir is None]
+    assert set(skipped) == set(systems) - {"sft-only", "graphdancer-rl"}
+    assert all("eval.systems" in systems[n].note for n in skipped)
+    everything = {s.name: s for s in eval_systems(inputs, "/models/base", train=train)}
+    assert everything["ablation: strict-only"].note == MECHANICS_NOTE and everything["graphdancer-rl→dpo"].model_dir
+    with pytest.raises(ValueError, match="unknown systems"):
+        eval_systems(inputs, "/models/base", only=["sft"])
+    with pytest.raises(ValueError, match="list of system names"):
+        EvalConfig(systems="sft-only")

@@ -187,3 +187,32 @@ def test_the_cache_keeps_to_its_budget_and_forgets_changed_weights(tiny: Transfo
     before = engine.forwarded_tokens
     engine.generate(prompts[:1], [0], SamplingParams(max_new_tokens=1, temperature=0))
     assert engine.forwarded_tokens - before == len(prompts[0])  # nothing reused
+
+
+def _reference_sample(logits: torch.Tensor, u: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """Temperature, top-k, top-p over the fully sorted vocabulary, then the inverse-CDF draw in
+    that order — the definition the engine's top-p shortcut must equal."""
+    vals, idx = torch.sort(logits.float() / params.temperature, descending=True, dim=-1)
+    if params.top_k > 0:
+        vals, idx = vals[:, : params.top_k], idx[:, : params.top_k]
+    probs = vals.softmax(dim=-1)
+    vals = vals.masked_fill(probs.cumsum(-1) - probs > params.top_p, float("-inf"))
+    cdf = vals.softmax(dim=-1).cumsum(-1)
+    pick = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(-1)).clamp(max=vals.shape[-1] - 1)
+    return idx.gather(-1, pick).squeeze(-1)
+
+
+@pytest.mark.parametrize("top_k", [0, 40, 1000])
+def test_the_top_p_shortcut_draws_what_a_full_sort_draws(top_k: int) -> None:
+    from components.llm.engine import _sample
+
+    gen = torch.Generator().manual_seed(0)
+    vocab = 5000
+    # peaked rows (the shortcut's case), flat rows (the full sort's), and both in one batch
+    peaked = torch.randn(6, vocab, generator=gen) * 8
+    flat = torch.randn(6, vocab, generator=gen) * 0.1
+    for logits in (peaked, flat, torch.cat([peaked[:3], flat[:3]])):
+        u = torch.rand(logits.shape[0], generator=gen)
+        for p in (0.5, 0.9, 0.99):
+            params = SamplingParams(temperature=0.8, top_p=p, top_k=top_k, max_new_tokens=1)
+            assert torch.equal(_sample(logits, u, params), _reference_sample(logits, u, params))

@@ -94,6 +94,29 @@ def test_tiny_random_model_rollouts_end_with_a_recorded_halt(api: GraphCoT, tiny
     assert recs[0].completion_ids != recs[1].completion_ids  # two samples, two seeds
 
 
+def test_episodes_played_in_chunks_match_one_batch_and_reuse_the_cache(api: GraphCoT, tiny_model: Path) -> None:
+    """Chunks bound the engine's working set: greedy episodes come out the same whether they play
+    as one batch or two at a time, and a chunk forwards each history once (no re-prefill)."""
+    from components.llm.transformers_backend import TransformersBackend
+
+    rows = [{"question": q, "answer": "Ann Lee"} for q in ("Who wrote p2?", "Who wrote p1?", "Name an author.")]
+    out, forwarded = {}, {}
+    for chunk in (64, 2):
+        llm = TransformersBackend(tiny_model, threads=1)
+        try:
+            config = RolloutConfig(max_turns=3, max_new_tokens=8, temperature=0, chunk=chunk)
+            recs = RolloutRunner(llm, lambda: GraphCoTEnvironment(api, max_rounds=3), config).run(rows, n=2)
+            out[chunk] = [r.completion_ids for r in recs]
+            forwarded[chunk] = llm.engine.forwarded_tokens
+            total = sum(len(r.prompt_ids) + len(r.completion_ids) for r in recs)
+        finally:
+            llm.close()
+        assert len(recs) == 6 and forwarded[chunk] <= total  # nothing forwarded twice
+    assert out[64] == out[2]
+    with pytest.raises(ValueError, match="chunk"):
+        RolloutRunner(ScriptedBackend([]), lambda: GraphCoTEnvironment(api), RolloutConfig(chunk=0)).run(rows[:1])
+
+
 def test_masked_tokens_are_never_targets(tiny_model: Path) -> None:
     """Changing a token under loss_mask = 0 leaves the loss unchanged; changing a model token
     changes it (the changed environment token is the last one, so it conditions nothing)."""
