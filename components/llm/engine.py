@@ -24,6 +24,11 @@ keys are those it would have alone. Greedy decoding equals ``model.generate``'s 
 the top two logits are within float tolerance (batching changes matmul shapes); the tests report
 the agreement rate.
 
+Reproducibility: a seed gives the same samples run to run (a fresh engine, as a new process
+has). Within one process, a call that finds its prompts cached computes the same logits in other
+matmul shapes; float rounding can then flip a draw where two candidates' cumulative
+probabilities meet (rare for a trained model, common for a random one's flat distributions).
+
 The cache is cleared whenever the model's weights change (an optimizer step between GRPO
 generation steps), detected from the parameters' version counters.
 """
