@@ -13,6 +13,7 @@ from assets.artifacts import artifact_output, layer_asset, materialize_asset, re
 from assets.metadata import counts_table, records_table
 from assets.resources import ArtifactStore
 from components.curriculum import CURRICULUM_SPLITS
+from components.curriculum.build import SplitConfig
 from components.store.artifact import Artifact, Layer
 from components.training import stages
 from components.training.ablations import ABLATIONS, Ablation, AblationPlan
@@ -92,7 +93,7 @@ def _curriculum_metadata(art: Artifact) -> dict:
     return out
 
 
-def curriculum_splits_asset(domain: str, seed: int = 0) -> list:
+def curriculum_splits_asset(domain: str, seed: int | SplitConfig = 0) -> list:
     key = curriculum_splits_key(domain)
 
     @_asset(CURRICULUM_SPLITS, key, reads(domain, "certified", "snapshot"), {"parquet"}, CURRICULUM)

@@ -33,7 +33,7 @@ def domain_assets(cfg: DomainConfig) -> list:
         *graph_snapshot_asset(cfg.name, cfg.source, cfg.description),
         *qa_candidates_asset(cfg.name, cfg.quiz),
         *certified_dataset_asset(cfg.name, cfg.certify),
-        *curriculum_splits_asset(cfg.name),
+        *curriculum_splits_asset(cfg.name, cfg.curriculum),
         *checkpoints_asset(cfg.name, cfg.train),
         *rl_stage_assets(cfg.name, cfg.train),
         *ablations_asset(cfg.name, cfg.train, cfg.ablations),

@@ -15,18 +15,21 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from components.curriculum.levels import estimate_rounds
 from components.curriculum.sampler import LEVELS, level_of, level_probabilities
 from components.curriculum.splits import SPLITS, entity_grouped_splits
 from components.graph.schema import GraphSchema
+from components.options import checked_options
 from components.store.artifact import Artifact, BuildContext, Layer
 from components.store.fingerprint import read_parquet, write_parquet
 
 __all__ = [
     "CURRICULUM_SPLITS",
+    "SplitConfig",
     "build_curriculum",
     "build_curriculum_splits",
     "curriculum_summary",
@@ -121,16 +124,56 @@ def training_items(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]
     return [i for i in items if i["split"] == "train" and not i["ood"]]
 
 
-def build_curriculum_splits(inputs: Mapping[str, Artifact], seed: int, out_dir: Path, ctx: BuildContext) -> Artifact:
+DEFAULT_FRACTIONS: Final = (0.8, 0.1, 0.1)
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    """A domain YAML's ``curriculum:`` section: the split seed and the train / validation / test
+    shares the entity-grouped split aims at (a larger test share when grouping leaves too few
+    test questions)."""
+
+    seed: int = 0
+    fractions: tuple[float, float, float] = DEFAULT_FRACTIONS
+
+    def __post_init__(self) -> None:
+        fractions = tuple(float(f) for f in self.fractions)
+        if len(fractions) != 3 or min(fractions) < 0 or abs(sum(fractions) - 1.0) > 1e-9:
+            raise ValueError(f"fractions must be three non-negative shares summing to 1, got {list(self.fractions)}")
+        object.__setattr__(self, "fractions", fractions)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> SplitConfig:
+        return cls(**checked_options(cls, raw, "curriculum"))
+
+    def params(self) -> dict[str, Any]:
+        """The fingerprint's parameters (the default shares leave earlier fingerprints as they were)."""
+        return {
+            "seed": self.seed,
+            **({} if self.fractions == DEFAULT_FRACTIONS else {"fractions": list(self.fractions)}),
+        }
+
+
+def build_curriculum_splits(
+    inputs: Mapping[str, Artifact], config: SplitConfig | int, out_dir: Path, ctx: BuildContext
+) -> Artifact:
     """The ``curriculum_splits`` layer: :func:`build_curriculum` of the ``certified`` input's
     rows with the ``snapshot`` input's schema, as ``curriculum.parquet``; the summary is
-    :func:`curriculum_summary`."""
+    :func:`curriculum_summary`. ``config`` may be a bare seed."""
+    config = _curriculum_config(config)
     schema = GraphSchema.from_json(inputs["snapshot"].summary["schema"])
-    items = build_curriculum(read_parquet(str(inputs["certified"].path)), schema, seed=seed)
+    rows = read_parquet(str(inputs["certified"].path))
+    items = build_curriculum(rows, schema, fractions=config.fractions, seed=config.seed)
     path = write_parquet(items, out_dir / "curriculum.parquet")
     return CURRICULUM_SPLITS.artifact(
-        inputs, seed, ctx, path=path, counts={"items": len(items)}, summary=curriculum_summary(items)
+        inputs, config, ctx, path=path, counts={"items": len(items)}, summary=curriculum_summary(items)
     )
 
 
-CURRICULUM_SPLITS = Layer("curriculum_splits", build_curriculum_splits, lambda seed: {"seed": seed})
+def _curriculum_config(config: SplitConfig | int) -> SplitConfig:
+    return config if isinstance(config, SplitConfig) else SplitConfig(seed=int(config))
+
+
+CURRICULUM_SPLITS = Layer(
+    "curriculum_splits", build_curriculum_splits, lambda config: _curriculum_config(config).params()
+)

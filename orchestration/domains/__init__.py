@@ -57,6 +57,7 @@ from typing import Any, TypeVar
 import yaml
 
 from components.certify.dataset import CertifyConfig
+from components.curriculum.build import SplitConfig
 from components.evaluation.agents import EvalConfig
 from components.evaluation.grit import GritConfig
 from components.graph.snapshot import SourceSpec
@@ -90,6 +91,7 @@ class DomainConfig:
     evaluate: EvalConfig = EvalConfig()
     grit: GritConfig = GritConfig()
     ablations: tuple[Ablation, ...] = ()
+    curriculum: SplitConfig = SplitConfig()
 
 
 def _section(path: Path, key: str, parse: Callable[[Any], T], raw: dict[str, Any]) -> T:
@@ -124,6 +126,7 @@ def _load(path: Path) -> DomainConfig:
     evaluate = _section(path, "eval", EvalConfig.from_dict, raw)
     ablations = _section(path, "ablations", ablations_from, raw)
     grit = _section(path, "grit", GritConfig.from_dict, raw)
+    curriculum = _section(path, "curriculum", SplitConfig.from_dict, raw)
     if certify.eval_questions and not Path(certify.eval_questions).is_file():
         raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
     return DomainConfig(
@@ -134,6 +137,7 @@ def _load(path: Path) -> DomainConfig:
         evaluate=evaluate,
         grit=grit,
         ablations=ablations,
+        curriculum=curriculum,
         source=SourceSpec(str(src["format"]), location, dict(src.get("options") or {})),
         description=str(raw.get("description", "")),
         default=bool(raw.get("default", False)),

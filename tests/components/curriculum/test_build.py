@@ -88,3 +88,21 @@ def test_teacher_trajectories_replay_certified_programs(certified) -> None:
         assert s.answered and s.valid_format and s.valid_calls == 1 and s.answer == str(row["answer"])
         assert rec.evidence and all(isinstance(q, str) for q in rec.evidence)
         assert [m for m, _ in rec.segments()] == [1, 0, 1]
+
+
+def test_split_config_shares_change_the_split_and_the_fingerprint_only_when_set(certified) -> None:
+    from components.curriculum.build import CURRICULUM_SPLITS, SplitConfig
+
+    rows, schema = certified
+    default = build_curriculum(rows, schema, seed=1)
+    more_test = build_curriculum(rows, schema, fractions=SplitConfig(fractions=[0.5, 0.1, 0.4]).fractions, seed=1)
+    count = lambda items: sum(i["split"] == "test" for i in items)  # noqa: E731
+    assert count(more_test) > count(default)
+    assert curriculum_summary(more_test)["crossing_entities"] == []
+    assert CURRICULUM_SPLITS.params(SplitConfig(seed=3)) == CURRICULUM_SPLITS.params(3) == {"seed": 3}
+    assert SplitConfig(fractions=[0.7, 0.1, 0.2]).params() == {"seed": 0, "fractions": [0.7, 0.1, 0.2]}
+    for bad in ([0.5, 0.5], [0.9, 0.2, -0.1], [0.5, 0.2, 0.2]):
+        with pytest.raises(ValueError, match="fractions"):
+            SplitConfig(fractions=bad)
+    with pytest.raises(ValueError, match="unknown curriculum options"):
+        SplitConfig.from_dict({"test_share": 0.2})
