@@ -29,21 +29,6 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def smol(one_thread: None) -> Iterator[TransformersBackend]:
-    backend = TransformersBackend(threads=1)
-    yield backend
-    backend.close()
-
-
 @pytest.fixture()
 def tiny(one_thread: None, tmp_path: Path) -> Iterator[TransformersBackend]:
     backend = TransformersBackend(tiny_random_model(tmp_path / "m", seed=5), batch_size=4, threads=1)

