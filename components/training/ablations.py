@@ -182,11 +182,11 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
         read_parquet(str(inputs["curriculum"].path)),
         seed=plan.train.seed,
     )
-    from components.training.checkpoint import base_model_dir
+    from components.training.checkpoint import stage_start
 
     summary = []
     train = plan.train.for_stage("ablations")
-    start = base_model_dir(train, ctx.data_root) if plan.train.mechanics("ablations") else inputs["checkpoint"].path
+    start = stage_start(plan.train, "ablations", inputs["checkpoint"].path, ctx.data_root)
     for a in plan.ablations:
         if not chosen[a.name]:
             raise ValueError(f"ablation {a.name} selects no training rows")

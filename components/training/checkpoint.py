@@ -37,6 +37,7 @@ __all__ = [
     "TrainConfig",
     "CheckpointResult",
     "base_model_dir",
+    "stage_start",
     "build_checkpoints",
     "certified_train_rows",
     "train_checkpoint",
@@ -217,6 +218,12 @@ class CheckpointResult:
             "method": self.method,
             "curves": self.curves,
         }
+
+
+def stage_start(config: TrainConfig, stage: str, warm_start: str | Path, cache_root: Path | str | None) -> Path:
+    """Where ``stage`` starts training: the warm start, or for a ``mechanics_only`` stage the
+    tiny model's own base."""
+    return base_model_dir(config.for_stage(stage), cache_root) if config.mechanics(stage) else Path(warm_start)
 
 
 def base_model_dir(config: TrainConfig, cache_root: Path | str | None = None) -> Path:

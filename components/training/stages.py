@@ -43,6 +43,7 @@ from components.training.checkpoint import (
     TrainConfig,
     base_model_dir,
     certified_train_rows,
+    stage_start,
     write_checkpoint_files,
 )
 
@@ -493,7 +494,7 @@ def build_graphdancer_rl(
     curriculum = inputs["curriculum"]
     items = training_items(read_parquet(str(curriculum.path)))
     stage = config.for_stage("graphdancer_rl")
-    start = base_model_dir(stage, ctx.data_root) if config.mechanics("graphdancer_rl") else inputs["checkpoint"].path
+    start = stage_start(config, "graphdancer_rl", inputs["checkpoint"].path, ctx.data_root)
     result = graphdancer_rl(
         str(start),
         items,

@@ -154,15 +154,19 @@ def test_train_config_validation() -> None:
         TrainConfig.from_dict({"epochs": 3})
 
 
-def test_mechanics_only_stages_train_the_tiny_model_and_say_so() -> None:
+def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -> None:
     from components.evaluation.run import MECHANICS_NOTE, eval_systems
     from components.store.artifact import Artifact
+    from components.training.checkpoint import stage_start
 
     train = TrainConfig.from_dict({"preset": "cpu-demo", "mechanics_only": ["graphdancer_rl", "ablations"]})
     assert train.for_stage("checkpoints") is train and train.for_stage("graphcert_grpo") is train
     tiny = train.for_stage("graphdancer_rl")
     assert tiny.preset == "cpu-tiny" and not tiny.mechanics_only and tiny.seed == train.seed
     assert train.resolved()["mechanics_only"] == ["graphdancer_rl", "ablations"]  # part of the fingerprint
+    assert stage_start(train, "graphcert_grpo", "/models/warm", tmp_path) == Path("/models/warm")
+    tiny_base = stage_start(train, "ablations", "/models/warm", tmp_path)
+    assert tiny_base.is_relative_to(tmp_path) and (tiny_base / "config.json").is_file()
     with pytest.raises(ValueError, match="unknown stages"):
         TrainConfig.from_dict({"mechanics_only": ["checkpoints"]})  # the warm start is never mechanics only
     with pytest.raises(ValueError, match="list of stage names"):
