@@ -17,7 +17,7 @@ from components.curriculum.build import SplitConfig
 from components.store.artifact import Artifact, Layer
 from components.training import stages
 from components.training.ablations import ABLATIONS, Ablation, AblationPlan
-from components.training.checkpoint import CHECKPOINTS, CURVE_KEYS, TrainConfig
+from components.training.checkpoint import CHECKPOINTS, CURVE_KEYS, VALIDATION_KEYS, TrainConfig
 from components.training.preferences import PREFERENCE_PAIRS
 
 __all__ = [
@@ -53,15 +53,18 @@ WARM_START = (
     "tokens masked; a Hugging Face folder with a model card."
 )
 PAIRS = (
-    "GraphDancer preference pairs for {domain}: M = 8 trajectories per training question from the stage-1 (RL) "
-    "checkpoint, ranked by (EM, EH, VF, -L, -I, -N), best vs worst; uniform pools dropped."
+    "GraphDancer preference pairs for {domain}: M trajectories per training question (the preset's pair_samples) "
+    "from the stage-1 (RL) checkpoint, ranked by (EM, EH, VF, -L, -I, -N), best vs worst; uniform pools dropped."
 )
 NO_CROSSING = "No grounded entity appears in two splits, and there is training data."
 UNTRAINED = (
     " When the sampled pools gave no pair, nothing is trained: the materialization says trained = false and why."
 )
 SAMPLER = [("stage point", "string")] + [(level, "float") for level in ("easy", "medium", "hard")]
-CURVES = [("step", "int")] + [(c, "float") for c in ("loss", "reward", "kl", "tool_call_rate", "margin")]
+CURVES = [("step", "int")] + [(c, "float") for c in CURVE_KEYS]
+VALIDATION = [("step", "int"), ("episodes", "int")] + [
+    (c, "float") for c in VALIDATION_KEYS if c not in ("step", "episodes")
+]
 ABLATION_COLUMNS = [(c, "string") for c in ("name", "data", "reward", "budget")] + [
     ("items", "int"),
     ("last_reward", "float"),
@@ -122,8 +125,9 @@ def _curve(values: Sequence[float], width: int = 40) -> str:
 
 
 def checkpoint_metadata(art: Artifact, preset: str) -> dict[str, Any]:
-    """Dagster metadata of a checkpoint: losses, the per-step curves (table, text charts, PNG)
-    and the model card (nothing but ``trained: false`` and why for a stage that trained nothing)."""
+    """Dagster metadata of a checkpoint: losses, the per-step curves (table, text charts, PNG), for
+    the RL stages the validation-reward curve and how the training questions were chosen, and the
+    model card (nothing but ``trained: false`` and why for a stage that trained nothing)."""
     s = art.summary
     if s.get("trained") is False:
         return {"trained": False, "reason": s["reason"], "pairs": 0}
@@ -140,6 +144,13 @@ def checkpoint_metadata(art: Artifact, preset: str) -> dict[str, Any]:
         values = [float(c[name]) for c in curves if c.get(name) is not None]
         if values:
             out[f"{name}_curve"], out[f"last_{name}"] = dg.MetadataValue.md(_curve(values)), values[-1]
+    validation = s.get("validation") or []
+    if validation:
+        out["validation_curve"] = records_table(validation, VALIDATION)
+        out["validation_reward_first"] = float(validation[0]["reward"])
+        out["validation_reward_last"] = float(validation[-1]["reward"])
+    if s.get("selection"):
+        out["question_selection"] = dg.MetadataValue.json(dict(s["selection"]))
     if art.file("curves.png").is_file():
         out["curves_png"] = dg.MetadataValue.path(str(art.file("curves.png")))
     return out
@@ -191,9 +202,9 @@ def rl_stage_assets(domain: str, train: TrainConfig) -> list:
 
 def _pairs_metadata(art: Artifact) -> dict:
     s = art.summary
-    out = {k: s[k] for k in ("questions", "trajectories")}
+    out = {k: s[k] for k in ("questions", "samples_per_question", "trajectories")}
     out["dropped"] = counts_table(s["dropped"] or {"none": 0}, "reason")
-    out.update({k: float(s[k]) for k in ("answered_rate", "valid_format_rate", "mean_rounds")})
+    out.update({k: float(s[k]) for k in ("pairs_per_question", "answered_rate", "valid_format_rate", "mean_rounds")})
     return out
 
 

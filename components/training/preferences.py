@@ -1,5 +1,5 @@
 """Preference pairs from a checkpoint: sample M trajectories per training question in
-the Python + Cypher environment (temperature 1.0, top-p 0.95), rank them by
+the Python + Cypher environment (at the preset's RL temperature, top-p 0.95), rank them by
 ``(EM, EH, VF, −L, −I, −N)`` (:func:`~components.training.pairs.build_pair`) and keep best vs
 worst; uniformly perfect / failed pools are dropped and counted.
 
@@ -103,6 +103,7 @@ def sample_preference_pairs(
         "samples_per_question": config.samples,
         "trajectories": len(records),
         "pairs": len(pairs),
+        "pairs_per_question": len(pairs) / len(rows) if rows else 0.0,
         "dropped": dict(dropped),
         "answered_rate": sum(s.answered for s in stats) / len(stats) if stats else 0.0,
         "valid_format_rate": sum(s.valid_format for s in stats) / len(stats) if stats else 0.0,
@@ -116,7 +117,13 @@ def preference_config(train: TrainConfig) -> PreferenceConfig:
     train = train.for_stage("preference_pairs")
     r = train.resolved()
     return PreferenceConfig(
-        max_questions=r["pair_questions"], max_new_tokens=r["pair_new_tokens"], seed=train.seed, threads=train.threads
+        samples=r["pair_samples"],
+        temperature=r["rl_temperature"],
+        max_questions=r["pair_questions"],
+        max_new_tokens=r["pair_new_tokens"],
+        max_turns=r["rl_turns"],
+        seed=train.seed,
+        threads=train.threads,
     )
 
 

@@ -84,8 +84,10 @@ METHODS: Final = {
 
 def curves(log: Sequence[Mapping[str, Any]], rollouts: Sequence[Mapping[str, float]] = ()) -> list[dict[str, Any]]:
     """Per-step curves from a TRL log history (one entry per optimizer step) and, for multi-turn
-    runs, the rollout summaries of the same steps: ``loss``, ``reward``, ``kl``, ``tool_call_rate``
-    (``None`` where a run has no such quantity) and DPO's ``margin``."""
+    runs, the rollout summaries of the same steps: ``loss``, ``reward``, ``kl``, ``tool_call_rate``,
+    ``valid_format``, ``nonzero_advantage`` (the share of groups whose rewards differ — the only
+    ones GRPO learns from; TRL logs the complement) (``None`` where a run has no such quantity)
+    and DPO's ``margin``."""
     steps = [h for h in log if "loss" in h]
     out = []
     for i, h in enumerate(steps):
@@ -98,6 +100,7 @@ def curves(log: Sequence[Mapping[str, Any]], rollouts: Sequence[Mapping[str, flo
                 "kl": float(h["kl"]) if "kl" in h else None,
                 "tool_call_rate": roll.get("tool_call_rate"),
                 "valid_format": roll.get("valid_format"),
+                "nonzero_advantage": 1.0 - float(h["frac_reward_zero_std"]) if "frac_reward_zero_std" in h else None,
                 "margin": float(h["rewards/margins"]) if "rewards/margins" in h else None,
             }
         )
@@ -127,7 +130,7 @@ def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuff
         batch_size=r["rl_batch"],
         num_generations=r["rl_generations"],
         max_completion_length=r["rl_turns"] * r["rl_new_tokens"] + 1024,
-        temperature=1.0,
+        temperature=r["rl_temperature"],  # TRL scores the sampled tokens at this temperature
         beta=1e-4,
         epsilon=0.2,
         seed=config.seed,
@@ -151,11 +154,60 @@ def _rollout(
     return RolloutConfig(
         max_turns=r["rl_turns"],
         max_new_tokens=new_tokens or r["rl_new_tokens"],
-        temperature=1.0,
+        temperature=r["rl_temperature"],
         seed=config.seed,
         stops=tuple(stops),
         system_prompt=system_prompt,
     )
+
+
+def _used(r: Mapping[str, Any], steps: int) -> int:
+    """How many distinct questions an RL stage of ``steps`` steps trains on: ``rl_questions``, or
+    when the questions are probed only as many as its steps use (``rl_batch / rl_generations``
+    per step) — so the probe's choice is what the trainer draws from."""
+    used = int(steps) * max(1, int(r["rl_batch"]) // int(r["rl_generations"]))
+    return min(int(r["rl_questions"]), used) if r["rl_probe"] else int(r["rl_questions"])
+
+
+def _plan(
+    start_dir: str | Path,
+    data: Sequence[dict[str, Any]],
+    validation: Sequence[dict[str, Any]],
+    make_env: Any,
+    rollout: Any,
+    r: Mapping[str, Any],
+    config: TrainConfig,
+    reward: Any,
+    want: int,
+) -> tuple[list[dict[str, Any]], Any, dict[str, Any]]:
+    """``(training rows, MultiTurn, selection report)`` of an RL stage: with ``rl_probe``, that many
+    rows (a seeded sample) are played ``rl_probe_samples`` times by ``start_dir`` and the ``want``
+    rows it solves sometimes come first (:func:`~components.training.selection.sometimes_solved`);
+    else the first ``want`` rows. With ``rl_val_questions``, the first that many ``validation`` rows
+    make the validation curve."""
+    import random
+
+    from components.training.grpo import MultiTurn, Validation
+    from components.training.selection import probe, sometimes_solved
+
+    report: dict[str, Any] = {}
+    rows = list(data)
+    if r["rl_probe"] and rows:
+        from components.llm.transformers_backend import TransformersBackend
+
+        candidates = random.Random(config.seed).sample(rows, min(len(rows), max(int(r["rl_probe"]), want)))
+        backend = TransformersBackend(start_dir, threads=config.threads)
+        try:
+            groups = probe(backend, candidates, make_env, rollout, reward, int(r["rl_probe_samples"]))
+        finally:
+            backend.close()
+        picked, report = sometimes_solved(candidates, groups, want, seed=config.seed)
+        rows = [dict(x) for x in picked]
+    else:
+        rows = rows[:want]
+    val = list(validation)[: int(r["rl_val_questions"])]
+    spec = Validation(val, every=int(r["rl_val_every"])) if val else None
+    return rows, MultiTurn(make_env, rollout, validation=spec), report
 
 
 def _finish(
@@ -171,6 +223,7 @@ def _finish(
     domain: str,
     examples: int,
     notes: Sequence[str] = (),
+    selection: Mapping[str, Any] | None = None,
 ) -> CheckpointResult:
     result = CheckpointResult(
         str(output_dir),
@@ -183,6 +236,8 @@ def _finish(
         method=method,
         curves=curves(train.log, getattr(train, "rollouts", ())),
         notes=list(notes),
+        validation=list(getattr(train, "validation", ())),
+        selection=dict(selection or {}),
     )
     write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=METHODS[method])
     return result
@@ -211,29 +266,35 @@ def graphcert_grpo(
     domain: str,
     reward: Any = None,
     ablation: Mapping[str, Any] | None = None,
+    validation: Sequence[Mapping[str, Any]] = (),
 ) -> CheckpointResult:
     """GraphCert GRPO from ``start_dir`` (the warm start) on certified training rows (``question``,
-    ``answer``, ``answer_type``, ``evidence_json``); ``reward`` and ``ablation`` (its config, for
-    the model card) are set by :mod:`components.training.ablations`."""
+    ``answer``, ``answer_type``, ``evidence_json``), the questions chosen by :func:`_plan`;
+    ``validation`` (certified rows of the validation split) makes the validation curve;
+    ``reward`` and ``ablation`` (its config, for the model card) are set by
+    :mod:`components.training.ablations`."""
     from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphcert_reward
     from components.tools.episodes import python_cypher_envs
-    from components.training.grpo import MultiTurn, run_grpo
+    from components.training.grpo import run_grpo
 
     t0, r = time.perf_counter(), config.resolved()
-    data = _certified_prompts(list(rows)[: r["rl_questions"]])
-    if not data:
+    reward = reward or graphcert_reward
+    if not rows:
         raise ValueError("no training rows for GraphCert GRPO")
     with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
-        mt = MultiTurn(make_env, _rollout(r, config, CODE_STOPS))
-        train = run_grpo(
+        data, mt, selection = _plan(
             start_dir,
-            data,
-            [reward or graphcert_reward],
-            output_dir,
-            _grpo_config(r, config, steps=r["rl_steps"]),
-            multi_turn=mt,
+            _certified_prompts(list(rows)),
+            _certified_prompts(list(validation)),
+            make_env,
+            _rollout(r, config, CODE_STOPS),
+            r,
+            config,
+            reward,
+            _used(r, r["rl_steps"]),
         )
+        train = run_grpo(start_dir, data, [reward], output_dir, _grpo_config(r, config, steps=r["rl_steps"]), mt)
     extra = {"questions": len(data), **({"ablation": dict(ablation)} if ablation else {})}
     notes = [f"Ablation: {json.dumps(dict(ablation))} (see components/training/ablations.py)."] if ablation else []
     return _finish(
@@ -248,6 +309,7 @@ def graphcert_grpo(
         domain=domain,
         examples=len(data),
         notes=notes,
+        selection=selection,
     )
 
 
@@ -260,23 +322,37 @@ def graphdancer_rl(
     *,
     data_fingerprint: str,
     domain: str,
+    validation: Sequence[Mapping[str, Any]] = (),
 ) -> CheckpointResult:
     """GraphDancer stage 1 from ``start_dir`` on curriculum rows of the training split (``level``,
-    ``question``, ``answer``…), prompts in curriculum order."""
+    ``question``, ``answer``…), the questions chosen by :func:`_plan`, prompts in curriculum order;
+    ``validation`` (curriculum rows of the validation split) makes the validation curve."""
     from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphdancer_reward
     from components.tools.episodes import python_cypher_envs
-    from components.training.grpo import MultiTurn, run_grpo
+    from components.training.grpo import run_grpo
 
     t0, r = time.perf_counter(), config.resolved()
     steps, per_step = r["dancer_steps"], r["rl_batch"] // r["rl_generations"]
-    ordered = curriculum_order(list(items)[: r["rl_questions"]], steps, per_step, seed=config.seed)
-    levels = {lv: sum(1 for it in ordered if it.get("level") == lv) for lv in LEVELS}
+    tagged = [{**p, "level": it.get("level"), "ood": it.get("ood")} for p, it in zip(_certified_prompts(items), items)]
     with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
-        mt = MultiTurn(make_env, _rollout(r, config, CODE_STOPS))
+        chosen, mt, selection = _plan(
+            start_dir,
+            tagged,
+            _certified_prompts(list(validation)),
+            make_env,
+            _rollout(r, config, CODE_STOPS),
+            r,
+            config,
+            graphdancer_reward,
+            _used(r, steps),
+        )
+        ordered = curriculum_order(chosen, steps, per_step, seed=config.seed)
+        levels = {lv: sum(1 for it in ordered if it.get("level") == lv) for lv in LEVELS}
+        data = [{k: v for k, v in it.items() if k not in ("level", "ood")} for it in ordered]
         train = run_grpo(
             start_dir,
-            _certified_prompts(ordered),
+            data,
             [graphdancer_reward],
             output_dir,
             _grpo_config(r, config, steps=steps, shuffle=False),
@@ -294,6 +370,7 @@ def graphdancer_rl(
         domain=domain,
         examples=len(ordered),
         notes=["TRL 1.16 has no PPO trainer: stage 1 is GRPO (no critic, no value clip)."],
+        selection=selection,
     )
 
 
@@ -472,6 +549,7 @@ def build_graphcert_grpo(
     rows of the ``curriculum`` input's training split."""
     curriculum = inputs["curriculum"]
     rows = certified_train_rows(inputs["certified"], curriculum, inputs["snapshot"])
+    held_out = certified_train_rows(inputs["certified"], curriculum, inputs["snapshot"], split="validation")
     result = graphcert_grpo(
         str(inputs["checkpoint"].path),
         rows,
@@ -480,6 +558,7 @@ def build_graphcert_grpo(
         out_dir,
         data_fingerprint=curriculum.fingerprint,
         domain=ctx.domain,
+        validation=held_out,
     )
     return _trained(GRAPHCERT_GRPO, inputs, config, out_dir, ctx, result)
 
@@ -492,7 +571,9 @@ def build_graphdancer_rl(
     from components.curriculum import training_items
 
     curriculum = inputs["curriculum"]
-    items = training_items(read_parquet(str(curriculum.path)))
+    table = read_parquet(str(curriculum.path))
+    items = training_items(table)
+    held_out = [r for r in table if r["split"] == "validation" and not r["ood"]]
     stage = config.for_stage("graphdancer_rl")
     start = stage_start(config, "graphdancer_rl", inputs["checkpoint"].path, ctx.data_root)
     result = graphdancer_rl(
@@ -503,6 +584,7 @@ def build_graphdancer_rl(
         out_dir,
         data_fingerprint=curriculum.fingerprint,
         domain=ctx.domain,
+        validation=held_out,
     )
     return _trained(GRAPHDANCER_RL, inputs, config, out_dir, ctx, result)
 

@@ -86,7 +86,8 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert "step   1" in meta["loss_curve"].value and meta["method"].value == "sft-warm-start"
     pairs = materialized["preference_pairs"]
     # a random tiny model never answers: every pool is uniformly failed, so no pair is kept …
-    assert pairs["questions"].value == 3 and pairs["trajectories"].value == 24 and pairs["pairs"].value == 0
+    assert pairs["questions"].value == 3 and pairs["trajectories"].value == 12 and pairs["pairs"].value == 0
+    assert pairs["pairs_per_question"].value == 0.0
     assert {r.data["reason"]: r.data["count"] for r in pairs["dropped"].value.records} == {"uniformly_failed": 3}
     # … and stage 2 (DPO) trains nothing and says so (the run still succeeds, downstream still runs)
     dpo = materialized["graphdancer_dpo"]
@@ -107,6 +108,15 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
         assert len(rl_steps) == 2  # the preset's two RL steps, each with its reward, KL and tool-call rate
         assert all(r["kl"] is not None and 0.0 <= r["tool_call_rate"] <= 1.0 for r in rl_steps)
         assert "reward_curve" in m and "kl_curve" in m and "tool_call_rate_curve" in m
+        assert all(0.0 <= r["nonzero_advantage"] <= 1.0 for r in rl_steps)
+        if stage != "grain_checkpoint":
+            # the probe chose the training questions; the validation curve before and after each step
+            sel = m["question_selection"].value
+            assert sel["probed"] == 4 and sel["samples"] == 2 and sel["selected"] == 4
+            assert sel["never"] + sel["sometimes"] + sel["always"] <= 4
+            val = [r.data for r in m["validation_curve"].value.records]
+            assert [v["step"] for v in val] == [0, 1, 2] and all(v["episodes"] == 2 for v in val)
+            assert "## Validation reward" in card and "## Training questions" in card
         AutoModelForCausalLM.from_pretrained(folder)
     assert "no PPO trainer" in (Path(materialized["graphdancer_rl"]["path"].value) / "README.md").read_text()
     grain_steps = [r.data for r in materialized["grain_checkpoint"]["curves"].value.records]

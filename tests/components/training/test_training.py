@@ -219,6 +219,59 @@ def test_graphcert_grpo_over_the_python_cypher_sandbox(tiny_model: Path, tmp_pat
     assert seen["rewards"] == [0.0] * 4  # a random model never answers: unparseable → 0
 
 
+def test_validation_curve_plays_the_current_policy_on_held_out_rows(tiny_model: Path, tmp_path: Path) -> None:
+    """The validation curve: the held-out rows played before training and after every step by the
+    policy being trained, the same seed each time — step 0 equals playing the starting model
+    separately; the training groups never enter it; the non-zero-advantage share is logged."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+    from components.graph.load import load_graph
+    from components.llm.transformers_backend import TransformersBackend
+    from components.rollout import RolloutConfig
+    from components.rollout.runner import CODE_STOPS
+    from components.tools.episodes import PythonCypherEnvironment
+    from components.training.grpo import GRPORunConfig, MultiTurn, Validation, run_grpo
+    from components.training.selection import play
+    from components.training.stages import curves
+    from tests.components.tools.test_graph_cot import library_graph
+
+    db = tmp_path / "db"
+    load_graph(library_graph(), db)
+    calls: list[tuple[bool, str]] = []
+
+    def length(completions, **kwargs):  # a reward that differs between episodes
+        calls.extend(("trainer_state" in kwargs, a) for a in kwargs["answer"])  # TRL's calls carry its state
+        return [len(c) / 100 for c in completions]
+
+    held_out = [{"prompt": "How many papers are there?", "answer": "3"}, {"prompt": "Who wrote p1?", "answer": "x"}]
+    rows = [{"prompt": "Who wrote p2?", "answer": "Ann Lee, Bob Stone"}] * 4
+    rollout = RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS, seed=3)
+    with LadybugBackend(db) as backend:
+        schema = backend.schema()
+        qp = ReadOnlyQueryPath(backend, schema=schema)
+        make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
+        start = play(TransformersBackend(tiny_model, threads=1), held_out, make_env, rollout, 2)
+        mt = MultiTurn(make_env, rollout, validation=Validation(held_out, every=1, samples=2))
+        result = run_grpo(
+            tiny_model,
+            rows,
+            [length],
+            tmp_path / "gc",
+            GRPORunConfig(
+                max_steps=2, batch_size=4, num_generations=2, max_completion_length=512, threads=1, learning_rate=1e-3
+            ),
+            multi_turn=mt,
+        )
+    assert [v["step"] for v in result.validation] == [0, 1, 2]
+    assert all(v["episodes"] == 4 for v in result.validation)
+    assert result.validation[0]["reward"] == pytest.approx(sum(len(r.completion_text) / 100 for r in start) / 4)
+    # the trainer's reward calls saw only training rows; the validation's only held-out ones
+    assert {a for trainer, a in calls if trainer} == {"Ann Lee, Bob Stone"}
+    assert {a for trainer, a in calls if not trainer} == {"3", "x"}
+    steps = curves(result.log, result.rollouts)
+    assert len(steps) == 2 and all(0.0 <= c["nonzero_advantage"] <= 1.0 for c in steps)
+
+
 def test_span_scoring_equals_full_scoring_on_the_model_tokens(tiny_model: Path) -> None:
     """GRPO's training pass projects only the model's tokens through the LM head: at those
     positions the log-probabilities (and their gradients) equal the full computation's; the

@@ -1,0 +1,190 @@
+"""Does certified data make a better solver? The learning table, on 2 cores.
+
+One domain (``benchmarks/learning.yaml``: the academic graph, 1,500 template candidates, the
+``cpu-learn`` preset, SmolLM2-135M along every Solver stage) is materialized through the normal
+pipeline (``graphdojo materialize --domain-file``), so training lands in cached checkpoints: a
+second run re-evaluates nothing and retrains nothing (delete the data folder to start over). The
+evaluation is the ``eval_reports`` asset on the entity-disjoint **test split** (never tuned on):
+base, base with the same few-shot prompt, SFT, GraphCert GRPO, GraphDancer RL and RL → DPO,
+2 sampled runs per question, 95 % bootstrap CIs over questions, and the paired differences
+SFT − few-shot base, GRPO − SFT and DPO − RL (paired bootstrap over the same questions).
+
+It prints the table (Markdown, for docs/benchmarks.md), the training curves that explain it
+(per RL stage: how the training questions were chosen, the non-zero-advantage share, tool-call
+rate and the validation-reward curve; DPO's pairs), the time split between training and
+evaluation against the budgets (training ≤ 90 min, evaluation ≤ 45 min) and one JSON line.
+
+    python benchmarks/learning.py [--data DIR] [--domain-file benchmarks/learning.yaml]
+
+Run it with nothing else on the machine (generation on 2 threads collapses when the other core
+is busy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+EXE = Path(sys.executable).parent / "graphdojo"
+TRAIN_BUDGET_S, EVAL_BUDGET_S = 90 * 60.0, 45 * 60.0
+TRAINING = ("checkpoints", "graphcert_grpo", "graphdancer_rl", "preference_pairs", "graphdancer_dpo")
+SETUP = ("graph_snapshot", "qa_candidates", "certified_dataset", "curriculum_splits")
+PAIRS = (("sft-only", "base few-shot"), ("graphcert-grpo", "sft-only"), ("graphdancer-rl→dpo", "graphdancer-rl"))
+
+
+def _ci(lo_hi: Any, signed: bool = False) -> str:
+    lo, hi = lo_hi
+    return f"[{lo:+.3f}, {hi:+.3f}]" if signed else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def table(report: dict[str, Any]) -> list[str]:
+    """The systems and the paired differences as Markdown lines."""
+    lines = [
+        "| system | EM [95 % CI] | F1 [95 % CI] | valid format | tool calls | questions × samples |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in report["order"]:
+        entry = report["systems"][name]
+        s = entry.get("summary")
+        if not entry.get("available") or not s:
+            lines.append(f"| {name} | not evaluated: {entry.get('note', '')} | | | | |")
+            continue
+        lines.append(
+            f"| {name} | {s['em']:.3f} {_ci(s['em_ci'])} | {s['f1']:.3f} {_ci(s['f1_ci'])} | {s['vf']:.2f} | "
+            f"{s['vc']:.2f} | {s['questions']} × {len(s['seeds'])} |"
+        )
+    lines += ["", "| paired difference | EM [95 % CI] | F1 [95 % CI] | questions |", "|---|---|---|---|"]
+    for p in report.get("paired") or []:
+        if (p["a"], p["b"]) in PAIRS:
+            em, f1 = p["em"], p["f1"]
+            lines.append(
+                f"| {p['a']} − {p['b']} | {em['value']:+.3f} {_ci(em['ci'], True)} | "
+                f"{f1['value']:+.3f} {_ci(f1['ci'], True)} | {em['n']} |"
+            )
+    return lines
+
+
+def curves(data: Path, domain: str) -> list[str]:
+    """What each RL stage did, from its checkpoint's training log."""
+    from components.store import Catalog
+
+    catalog = Catalog(data / "catalog.duckdb")
+    out = []
+    for asset in ("checkpoints", "graphcert_grpo", "graphdancer_rl", "preference_pairs", "graphdancer_dpo"):
+        rec = catalog.latest(asset, domain)
+        if rec is None:
+            out.append(f"- {asset}: not materialized")
+            continue
+        meta = rec.metadata
+        if asset == "preference_pairs":
+            out.append(
+                f"- preference_pairs: {meta.get('pairs')} pairs from {meta.get('questions')} questions × "
+                f"{meta.get('samples_per_question')} samples ({meta.get('pairs_per_question', 0):.2f} per question; "
+                f"dropped {meta.get('dropped')})"
+            )
+            continue
+        if rec.path is None or not (Path(rec.path) / "training_log.json").is_file():
+            out.append(f"- {asset}: {meta.get('reason', 'nothing trained')}")
+            continue
+        log = json.loads((Path(rec.path) / "training_log.json").read_text())
+        losses = log.get("losses") or []
+        steps = log.get("curves") or []
+        line = f"- {asset}: {len(losses)} steps, loss {losses[0]:.3f} → {losses[-1]:.3f}" if losses else f"- {asset}"
+        sel = log.get("selection") or {}
+        if sel:
+            line += (
+                f"; probe: {sel['probed']} questions × {sel['samples']}: never {sel['never']}, sometimes "
+                f"{sel['sometimes']}, always {sel['always']} → trained on {sel['selected']} "
+                f"({sel['selected_sometimes']} sometimes solved)"
+            )
+        for key in ("reward", "nonzero_advantage", "tool_call_rate", "kl", "margin"):
+            values = [c[key] for c in steps if c.get(key) is not None]
+            if values:
+                line += f"; {key} " + " ".join(f"{v:.3f}" for v in values)
+        val = log.get("validation") or []
+        if val:
+            line += "; validation reward " + " → ".join(
+                f"{v['reward']:.3f}±{v['reward_se']:.3f} (step {v['step']})" for v in val
+            )
+        out.append(line)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=str(ROOT / "data" / "benchmarks" / "learning"), help="data folder (kept)")
+    p.add_argument("--domain-file", default=str(ROOT / "benchmarks" / "learning.yaml"))
+    args = p.parse_args()
+    data = Path(args.data).resolve()
+    env = {**os.environ, "GRAPHDOJO_DATA": str(data)}
+    env.pop("DAGSTER_HOME", None)  # the data folder's own instance
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [str(EXE), "materialize", "--domain-file", args.domain_file, "--json"],
+        env=env,
+        cwd=ROOT,
+        text=True,
+        stdout=subprocess.PIPE,
+    )
+    wall = time.perf_counter() - t0
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise SystemExit(f"graphdojo materialize failed (exit {proc.returncode}); see the log above")
+    line = lines[-1]
+    domain = line["domain"]
+    import dagster as dg
+
+    os.environ["DAGSTER_HOME"] = str(data / "dagster_home")
+    with dg.DagsterInstance.get() as instance:
+        stats = instance.get_run_step_stats(line["run_id"])
+    steps = {s.step_key.split("__", 1)[-1]: (s.end_time or 0) - (s.start_time or 0) for s in stats}
+    train_s = sum(v for k, v in steps.items() if k in TRAINING)
+    eval_s = steps.get("eval_reports", 0.0)
+    setup_s = sum(v for k, v in steps.items() if k in SETUP)
+    from components.store import Catalog
+
+    rec = Catalog(data / "catalog.duckdb").latest("eval_reports", domain)
+    if rec is None or rec.path is None:
+        raise SystemExit("no eval_reports artifact")
+    report = json.loads((Path(rec.path) / "report.json").read_text())
+    print(f"## Learning table ({domain}, test split, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)\n")
+    print("\n".join(table(report)))
+    print("\nTraining:\n" + "\n".join(curves(data, domain)))
+    reused = " (artifacts reused: times are of this run only)" if wall < 120 else ""
+    print(
+        f"\nwall {wall:.0f} s{reused}: set-up {setup_s:.0f} s; training {train_s:.0f} s "
+        f"(budget {TRAIN_BUDGET_S:.0f} s, ratio {train_s / TRAIN_BUDGET_S:.2f}); evaluation {eval_s:.0f} s "
+        f"(budget {EVAL_BUDGET_S:.0f} s, ratio {eval_s / EVAL_BUDGET_S:.2f})"
+    )
+    for key, secs in sorted(steps.items(), key=lambda kv: -kv[1]):
+        if secs >= 1.0:
+            print(f"    {key:<30} {secs:7.1f} s")
+    summary = {
+        "domain": domain,
+        "wall_s": round(wall, 1),
+        "train_s": round(train_s, 1),
+        "eval_s": round(eval_s, 1),
+        "systems": {
+            n: {k: e["summary"][k] for k in ("em", "em_ci", "f1", "f1_ci", "vf", "questions")}
+            for n, e in report["systems"].items()
+            if e.get("available") and e.get("summary")
+        },
+        "paired": [
+            {"a": p["a"], "b": p["b"], "em": p["em"]["value"], "em_ci": p["em"]["ci"], "n": p["em"]["n"]}
+            for p in report.get("paired") or []
+        ],
+        "report": str(Path(rec.path) / "report.html"),
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
