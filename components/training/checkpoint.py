@@ -119,10 +119,10 @@ PRESETS: Final = {
         "grain_new_tokens": 256,
     },
     "cpu-learn": {
-        "max_steps": 60,
+        "max_steps": 48,
         "learning_rate": 1e-4,
         "batch_size": 2,
-        "max_examples": 120,
+        "max_examples": 96,
         "pair_questions": 16,
         "pair_new_tokens": 192,
         "pair_samples": 6,
