@@ -50,6 +50,9 @@ __all__ = [
     "write_checkpoint_files",
 ]
 
+#: budgets that may be 0 (off): the RL stages' question probe and validation curve
+OPTIONAL_BUDGETS: Final = ("rl_probe", "rl_val_questions")
+
 #: the stages a domain may run on the tiny model (``train.mechanics_only``)
 MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dpo", "grain_checkpoint", "ablations")
 
@@ -224,8 +227,10 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"unknown budgets {sorted(unknown)}; known: {sorted(PRESETS[self.preset])}")
         for key, value in self.budgets.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"budgets.{key} must be a positive number, got {value!r}")
+            floor_ok = key in OPTIONAL_BUDGETS and value == 0
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (value <= 0 and not floor_ok):
+                what = "a positive number (or 0: off)" if key in OPTIONAL_BUDGETS else "a positive number"
+                raise ValueError(f"budgets.{key} must be {what}, got {value!r}")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> TrainConfig:

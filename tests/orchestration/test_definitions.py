@@ -178,3 +178,10 @@ def test_train_budgets_override_the_preset_and_are_checked() -> None:
         TrainConfig.from_dict({"budgets": {"rl_stepz": 5}})
     with pytest.raises(ValueError, match="positive number"):
         TrainConfig.from_dict({"budgets": {"rl_steps": -1}})
+    # the probe and the validation curve may be switched off, nothing else
+    off = TrainConfig.from_dict({"preset": "cpu-demo", "budgets": {"rl_probe": 0, "rl_val_questions": 0}})
+    assert off.resolved()["rl_probe"] == 0 and off.resolved()["rl_val_questions"] == 0
+    with pytest.raises(ValueError, match="positive number"):
+        TrainConfig.from_dict({"budgets": {"rl_steps": 0}})
+    with pytest.raises(ValueError, match="or 0: off"):
+        TrainConfig.from_dict({"budgets": {"rl_probe": -1}})
