@@ -63,7 +63,7 @@ MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dp
 # rl_val_questions of the validation split are played every rl_val_every steps for the
 # validation-reward curve — 0: none; dancer_steps for GraphDancer stage 1), DPO (dpo_*) and GRAIN
 # (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO, tokens per turn — a graph IR is
-# long, so its turns get their own budget).
+# long, so its turns get their own budget); dpo_batch pairs per DPO step.
 PRESETS: Final = {
     "cpu-tiny": {
         "max_steps": 8,
@@ -88,6 +88,7 @@ PRESETS: Final = {
         "pair_samples": 4,
         "dpo_steps": 2,
         "dpo_learning_rate": 1e-5,
+        "dpo_batch": 4,
         "grain_tasks": 16,
         "grain_sft_steps": 6,
         "grain_learning_rate": 1e-3,
@@ -116,34 +117,36 @@ PRESETS: Final = {
         "pair_samples": 8,
         "dpo_steps": 2,
         "dpo_learning_rate": 2e-7,
+        "dpo_batch": 8,
         "grain_tasks": 12,
         "grain_sft_steps": 6,
         "grain_learning_rate": 5e-5,
         "grain_new_tokens": 256,
     },
-    "cpu-learn": {
+    "cpu-learn": {  # 24 GiB: 8 multi-turn completions per GRPO step fit, 16 do not (OOM, measured)
         "max_steps": 48,
         "learning_rate": 1e-4,
         "batch_size": 2,
         "max_examples": 96,
-        "pair_questions": 16,
+        "pair_questions": 12,
         "pair_new_tokens": 192,
         "pair_samples": 6,
-        "rl_steps": 8,
+        "rl_steps": 10,
         "dancer_steps": 4,
-        "rl_questions": 24,
+        "rl_questions": 16,
         "rl_generations": 8,
-        "rl_batch": 16,
+        "rl_batch": 8,
         "rl_new_tokens": 192,
         "rl_turns": 2,
         "rl_learning_rate": 1e-5,
         "rl_temperature": 0.7,
-        "rl_probe": 24,
+        "rl_probe": 16,
         "rl_probe_samples": 4,
-        "rl_val_questions": 24,
-        "rl_val_every": 4,
+        "rl_val_questions": 16,
+        "rl_val_every": 5,
         "dpo_steps": 8,
         "dpo_learning_rate": 1e-6,
+        "dpo_batch": 2,  # pairs per DPO step
         "grain_tasks": 12,
         "grain_sft_steps": 6,
         "grain_learning_rate": 5e-5,
@@ -172,6 +175,7 @@ PRESETS: Final = {
         "pair_samples": 8,
         "dpo_steps": 100,
         "dpo_learning_rate": 2e-7,
+        "dpo_batch": 64,
         "grain_tasks": 2000,
         "grain_sft_steps": 200,
         "grain_learning_rate": 1e-5,
@@ -499,13 +503,18 @@ def training_ids(curriculum: Artifact, split: str = "train") -> set[str]:
 
 
 def certified_train_rows(
-    certified: Artifact, curriculum: Artifact, snapshot: Artifact | None = None, split: str = "train"
+    certified: Artifact,
+    curriculum: Artifact,
+    snapshot: Artifact | None = None,
+    split: str = "train",
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """The certified rows of the training split (or of ``split``), in the certified table's
-    order; with the ``snapshot``, their programs and gold evidence anchored by the names the
-    questions use (:func:`~components.training.anchors.solver_rows`)."""
+    order, the first ``limit`` of them; with the ``snapshot``, their programs and gold evidence
+    anchored by the names the questions use (:func:`~components.training.anchors.solver_rows`,
+    which runs each program: anchor only the rows you use)."""
     ids = training_ids(curriculum, split)
-    rows = [r for r in read_parquet(str(certified.path)) if r["id"] in ids]
+    rows = [r for r in read_parquet(str(certified.path)) if r["id"] in ids][:limit]
     if snapshot is None:
         return rows
     from components.training.anchors import solver_rows
@@ -519,7 +528,8 @@ def build_checkpoints(
     """The ``checkpoints`` layer: :func:`train_checkpoint` on the certified rows of the
     ``curriculum`` input's training split (``certified``), on the ``snapshot`` graph."""
     curriculum = inputs["curriculum"]
-    rows = certified_train_rows(inputs["certified"], curriculum, inputs["snapshot"])
+    limit = config.resolved()["max_examples"]  # the warm start trains on the first max_examples rows
+    rows = certified_train_rows(inputs["certified"], curriculum, inputs["snapshot"], limit=limit)
     result = train_checkpoint(
         rows,
         str(inputs["snapshot"].path),

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
@@ -179,12 +179,14 @@ def _plan(
     config: TrainConfig,
     reward: Any,
     want: int,
+    prepare: Callable[[list[Any]], list[dict[str, Any]]] = list,
 ) -> tuple[list[dict[str, Any]], Any, dict[str, Any]]:
     """``(training rows, MultiTurn, selection report)`` of an RL stage: with ``rl_probe``, that many
     rows (a seeded sample) are played ``rl_probe_samples`` times by ``start_dir`` and the ``want``
     rows it solves sometimes come first (:func:`~components.training.selection.sometimes_solved`);
     else the first ``want`` rows. With ``rl_val_questions``, the first that many ``validation`` rows
-    make the validation curve."""
+    make the validation curve. ``prepare`` turns raw rows into prompt rows; only the rows used
+    go through it (anchoring runs programs)."""
     import random
 
     from components.training.grpo import MultiTurn, Validation
@@ -195,7 +197,7 @@ def _plan(
     if r["rl_probe"] and rows:
         from components.llm.transformers_backend import TransformersBackend
 
-        candidates = random.Random(config.seed).sample(rows, min(len(rows), max(int(r["rl_probe"]), want)))
+        candidates = prepare(random.Random(config.seed).sample(rows, min(len(rows), max(int(r["rl_probe"]), want))))
         backend = TransformersBackend(start_dir, threads=config.threads)
         try:
             groups = probe(backend, candidates, make_env, rollout, reward, int(r["rl_probe_samples"]))
@@ -204,8 +206,8 @@ def _plan(
         picked, report = sometimes_solved(candidates, groups, want, seed=config.seed)
         rows = [dict(x) for x in picked]
     else:
-        rows = rows[:want]
-    val = list(validation)[: int(r["rl_val_questions"])]
+        rows = prepare(rows[:want])
+    val = prepare(list(validation)[: int(r["rl_val_questions"])])
     spec = Validation(val, every=int(r["rl_val_every"])) if val else None
     return rows, MultiTurn(make_env, rollout, validation=spec), report
 
@@ -269,13 +271,15 @@ def graphcert_grpo(
     validation: Sequence[Mapping[str, Any]] = (),
 ) -> CheckpointResult:
     """GraphCert GRPO from ``start_dir`` (the warm start) on certified training rows (``question``,
-    ``answer``, ``answer_type``, ``evidence_json``), the questions chosen by :func:`_plan`;
+    ``answer``, ``answer_type``, ``evidence_json``, ``final_program``), the questions chosen by
+    :func:`_plan` and anchored by name (:func:`~components.training.anchors.solver_rows`);
     ``validation`` (certified rows of the validation split) makes the validation curve;
     ``reward`` and ``ablation`` (its config, for the model card) are set by
     :mod:`components.training.ablations`."""
     from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphcert_reward
     from components.tools.episodes import python_cypher_envs
+    from components.training.anchors import solver_rows
     from components.training.grpo import run_grpo
 
     t0, r = time.perf_counter(), config.resolved()
@@ -285,14 +289,15 @@ def graphcert_grpo(
     with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
         data, mt, selection = _plan(
             start_dir,
-            _certified_prompts(list(rows)),
-            _certified_prompts(list(validation)),
+            list(rows),
+            list(validation),
             make_env,
             _rollout(r, config, CODE_STOPS),
             r,
             config,
             reward,
             _used(r, r["rl_steps"]),
+            prepare=lambda chosen: _certified_prompts(solver_rows(chosen, db_location)[0]),
         )
         train = run_grpo(start_dir, data, [reward], output_dir, _grpo_config(r, config, steps=r["rl_steps"]), mt)
     extra = {"questions": len(data), **({"ablation": dict(ablation)} if ablation else {})}
@@ -392,7 +397,7 @@ def graphdancer_dpo(
     if not pairs:
         raise ValueError("no preference pairs: every sampled pool was uniform (nothing to prefer)")
     t0, r = time.perf_counter(), config.resolved()
-    batch = min(r["rl_batch"], len(pairs))
+    batch = min(r["dpo_batch"], len(pairs))
     tagged = [{**p, "level": levels.get(str(p.get("id")), "easy")} for p in pairs]
     ordered = curriculum_order(tagged, r["dpo_steps"], batch, seed=config.seed)
     examples = [
@@ -548,8 +553,8 @@ def build_graphcert_grpo(
     """``graphcert_grpo``: :func:`graphcert_grpo` from the ``checkpoint`` input on the certified
     rows of the ``curriculum`` input's training split."""
     curriculum = inputs["curriculum"]
-    rows = certified_train_rows(inputs["certified"], curriculum, inputs["snapshot"])
-    held_out = certified_train_rows(inputs["certified"], curriculum, inputs["snapshot"], split="validation")
+    rows = certified_train_rows(inputs["certified"], curriculum)  # anchored by the stage, as it uses them
+    held_out = certified_train_rows(inputs["certified"], curriculum, split="validation")
     result = graphcert_grpo(
         str(inputs["checkpoint"].path),
         rows,
