@@ -15,6 +15,12 @@ rate and the validation-reward curve; DPO's pairs), the time split between train
 evaluation against the budgets (training ≤ 90 min, evaluation ≤ 45 min) and one JSON line.
 
     python benchmarks/learning.py [--data DIR] [--domain-file benchmarks/learning.yaml]
+    python benchmarks/learning.py --eval-available [--data DIR]   # evaluate what has been trained
+
+``--eval-available`` skips the pipeline and evaluates, with the same evaluation code, questions,
+seeds and judge as ``eval_reports``, the systems whose checkpoints the data folder already holds
+(e.g. after stopping a run that would not fit a time budget); the report goes to
+``<data>/learning-report/`` and the rows not trained are listed as such.
 
 Run it with nothing else on the machine (generation on 2 threads collapses when the other core
 is busy).
@@ -118,12 +124,89 @@ def curves(data: Path, domain: str) -> list[str]:
     return out
 
 
+def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], Path, float]:
+    """The evaluation of the systems trained so far (see the module docstring): ``(report, its
+    folder, seconds)``."""
+    from components.evaluation.questions import split_questions
+    from components.evaluation.report import write_report
+    from components.evaluation.run import PAIRS as REPORT_PAIRS
+    from components.evaluation.run import SystemSpec, _worked_examples, evaluate_systems, judge_dir
+    from components.store import Catalog
+    from components.store.artifact import Artifact
+    from components.training.checkpoint import base_model_dir
+    from orchestration.domains import load_domain_file
+
+    cfg = load_domain_file(domain_file)
+    catalog = Catalog(data / "catalog.duckdb")
+
+    def art(asset: str) -> Artifact | None:
+        rec = catalog.latest(asset, cfg.name)
+        return None if rec is None or rec.path is None else Artifact.from_record(rec)
+
+    inputs = {k: art(a) for k, a in (("certified", "certified_dataset"), ("curriculum", "curriculum_splits"))}
+    inputs["snapshot"] = art("graph_snapshot")
+    if any(v is None for v in inputs.values()):
+        raise SystemExit("the data folder has no certified data / curriculum / snapshot yet")
+    base = str(base_model_dir(cfg.train, data))
+    trained = {
+        "sft-only": ("checkpoints", "SFT warm start"),
+        "graphcert-grpo": ("graphcert_grpo", "GraphCert GRPO"),
+        "graphdancer-rl": ("graphdancer_rl", "GraphDancer stage 1 (GRPO)"),
+        "graphdancer-rl→dpo": ("graphdancer_dpo", "GraphDancer RL → DPO"),
+    }
+    systems = [
+        SystemSpec("base (before training)", "python_cypher", base, "no training"),
+        SystemSpec(
+            "base few-shot",
+            "python_cypher",
+            base,
+            "worked examples in the prompt",
+            "",
+            _worked_examples(inputs, cfg.evaluate),
+        ),
+    ]
+    for name, (asset, method) in trained.items():
+        a = art(asset)
+        systems.append(
+            SystemSpec(name, "python_cypher", str(a.path), method)
+            if a is not None
+            else SystemSpec(name, "python_cypher", None, method, "not trained in this run (stopped before it)")
+        )
+    rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path))
+    t0 = time.perf_counter()
+    report = evaluate_systems(
+        systems,
+        rows,
+        str(inputs["snapshot"].path),
+        cfg.evaluate,
+        judge_model_dir=judge_dir(cfg.evaluate, data),
+        progress=lambda name, secs: print(f"  evaluated {name}: {secs:.0f} s", file=sys.stderr, flush=True),
+        pairs=REPORT_PAIRS,
+    )
+    out = data / "learning-report"
+    write_report(report, out, f"graphdojo learning benchmark — {cfg.name} (systems trained so far)")
+    return report, out, time.perf_counter() - t0
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", default=str(ROOT / "data" / "benchmarks" / "learning"), help="data folder (kept)")
     p.add_argument("--domain-file", default=str(ROOT / "benchmarks" / "learning.yaml"))
+    p.add_argument("--eval-available", action="store_true", help="evaluate the systems trained so far, no pipeline")
     args = p.parse_args()
     data = Path(args.data).resolve()
+    if args.eval_available:
+        os.environ["GRAPHDOJO_DATA"] = str(data)
+        from orchestration.domains import load_domain_file
+
+        report, out, secs = evaluate_available(data, Path(args.domain_file))
+        domain = load_domain_file(Path(args.domain_file)).name
+        print(f"## Learning table ({domain}, test split, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)\n")
+        print("\n".join(table(report)))
+        print("\nTraining:\n" + "\n".join(curves(data, domain)))
+        ratio = secs / EVAL_BUDGET_S
+        print(f"\nevaluation {secs:.0f} s (budget {EVAL_BUDGET_S:.0f} s, ratio {ratio:.2f}); report {out}")
+        return
     env = {**os.environ, "GRAPHDOJO_DATA": str(data)}
     env.pop("DAGSTER_HOME", None)  # the data folder's own instance
     t0 = time.perf_counter()
