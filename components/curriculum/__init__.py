@@ -6,6 +6,7 @@ from components.curriculum.build import (
     build_curriculum_splits,
     curriculum_summary,
     grounded_entities,
+    split_items,
     training_items,
 )
 from components.curriculum.levels import estimate_level, estimate_rounds
@@ -39,5 +40,6 @@ __all__ = [
     "level_of",
     "level_probabilities",
     "round_kinds",
+    "split_items",
     "training_items",
 ]

@@ -119,9 +119,14 @@ def curriculum_summary(items: Sequence[Mapping[str, Any]], total_steps: int = 10
     }
 
 
+def split_items(items: Sequence[Mapping[str, Any]], split: str) -> list[Mapping[str, Any]]:
+    """The items of ``split``, OOD items excluded."""
+    return [i for i in items if i["split"] == split and not i["ood"]]
+
+
 def training_items(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The items a trainer may use: the train split, OOD items never."""
-    return [i for i in items if i["split"] == "train" and not i["ood"]]
+    return split_items(items, "train")
 
 
 DEFAULT_FRACTIONS: Final = (0.8, 0.1, 0.1)

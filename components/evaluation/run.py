@@ -304,14 +304,12 @@ def _worked_examples(inputs: Mapping[str, Artifact], config: EvalConfig) -> str 
     """The few-shot prompt: the first ``config.few_shot`` teacher trajectories of the training
     split (programs anchored by name, as the warm start learns them), played in the sandbox."""
     from components.tools.episodes import python_cypher_envs
-    from components.training.anchors import solver_rows
     from components.training.checkpoint import certified_train_rows
     from components.training.teacher import worked_examples
 
-    rows = certified_train_rows(inputs["certified"], inputs["curriculum"])[: config.few_shot]
+    rows = certified_train_rows(inputs["certified"], inputs["curriculum"], inputs["snapshot"], limit=config.few_shot)
     if not rows:
         return None
-    rows = solver_rows(rows, str(inputs["snapshot"].path))[0]
     with python_cypher_envs(str(inputs["snapshot"].path), max_rounds=max(1, config.max_turns - 1)) as make_env:
         return worked_examples(rows, make_env)
 

@@ -494,12 +494,9 @@ def train_checkpoint(
 def training_ids(curriculum: Artifact, split: str = "train") -> set[str]:
     """Ids of the curriculum artifact's items of ``split`` (``train``: the training items, OOD
     items excluded; ``validation``: the held-out validation items, OOD excluded too)."""
-    from components.curriculum import training_items
+    from components.curriculum import split_items
 
-    items = read_parquet(str(curriculum.path))
-    if split == "train":
-        return {r["id"] for r in training_items(items)}
-    return {r["id"] for r in items if r["split"] == split and not r["ood"]}
+    return {r["id"] for r in split_items(read_parquet(str(curriculum.path)), split)}
 
 
 def certified_train_rows(

@@ -573,12 +573,11 @@ def build_graphdancer_rl(
 ) -> Artifact:
     """``graphdancer_rl``: :func:`graphdancer_rl` from the ``checkpoint`` input on the training
     items of the ``curriculum`` input."""
-    from components.curriculum import training_items
+    from components.curriculum import split_items
 
     curriculum = inputs["curriculum"]
     table = read_parquet(str(curriculum.path))
-    items = training_items(table)
-    held_out = [r for r in table if r["split"] == "validation" and not r["ood"]]
+    items, held_out = split_items(table, "train"), split_items(table, "validation")
     stage = config.for_stage("graphdancer_rl")
     start = stage_start(config, "graphdancer_rl", inputs["checkpoint"].path, ctx.data_root)
     result = graphdancer_rl(
