@@ -3,12 +3,20 @@
 One row per (asset, domain, fingerprint): parent fingerprints, config, row counts, the artifact's
 path and free-form metadata. Values always go in as parameters. The connection is opened per
 operation so that no process holds the file lock longer than a statement.
+
+DuckDB lets one process at a time open the file; Dagster runs steps in several processes (the
+multiprocess executor, the UI's runs, a sensor's tick, a test polling the catalog), so an
+operation that finds the file locked by another process waits and retries — with a growing,
+jittered back-off, for at most ``lock_timeout`` seconds — before it gives up with
+:class:`CatalogBusyError` naming the file.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import random
+import time
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +27,18 @@ import duckdb
 
 from components.store.atomic import as_storage_error, make_dirs
 
-__all__ = ["ArtifactRecord", "Catalog"]
+__all__ = ["ArtifactRecord", "Catalog", "CatalogBusyError"]
+
+#: seconds an operation waits for another process's lock on the catalog file before it fails
+LOCK_TIMEOUT_S = 120.0
+
+
+class CatalogBusyError(RuntimeError):
+    """Another process held the catalog file's lock for longer than the operation would wait."""
+
+
+def _is_lock_conflict(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS artifacts (
@@ -51,8 +70,9 @@ class ArtifactRecord:
 
 
 class Catalog:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, lock_timeout: float = LOCK_TIMEOUT_S) -> None:
         self.path = Path(path)
+        self.lock_timeout = lock_timeout
         make_dirs(self.path.parent)
         with self._connect() as con:
             con.execute(_DDL)
@@ -62,7 +82,7 @@ class Catalog:
         """One connection per operation; a full disk or an unwritable catalog becomes a
         :class:`~components.store.atomic.StorageError` naming the catalog file."""
         try:
-            con = duckdb.connect(str(self.path))
+            con = self._open()
             try:
                 yield con
             finally:
@@ -72,6 +92,25 @@ class Catalog:
             if storage is None:
                 raise
             raise storage from exc
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        """Connect, waiting while another process holds the file's lock (see the module text)."""
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.01
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if not _is_lock_conflict(exc):
+                    raise
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CatalogBusyError(
+                        f"the catalog {self.path} stayed locked by another process for "
+                        f"{self.lock_timeout:.0f} s ({exc})"
+                    ) from exc
+                time.sleep(min(left, delay * (0.5 + random.random())))
+                delay = min(delay * 2, 0.5)
 
     def record(self, rec: ArtifactRecord) -> ArtifactRecord:
         created = rec.created_at or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
