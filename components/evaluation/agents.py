@@ -56,6 +56,14 @@ class EvalConfig:
     judge_model_dir: str | None = None  # a local Hugging Face folder; None: SmolLM2-135M-Instruct
     grit_per_split: int = 6  # GRIT-style items per split (test, ood, large) in grit/eval_report
     few_shot: int = 2  # worked examples (training split) in the few-shot base model's prompt; 0: no such row
+    #: the local LLM judge (the ``judge`` metric); off: no judge score in the report
+    judge: bool = True
+    #: a system trained by a ``mechanics_only`` stage (the tiny random model: it proves the stage
+    #: and the evaluation run, not that anything learns) answers only this many questions, once
+    mechanics_questions: int = 8
+    #: the precision models compute in: ``auto`` (bfloat16 where the hardware multiplies it
+    #: natively, else float32; components/llm/precision.py), ``float32`` or ``bfloat16``
+    precision: str = "auto"
     #: the systems to run (report names, e.g. ``[sft-only, graphcert-grpo]``); None: every one.
     #: Others are listed in the report as not evaluated.
     systems: tuple[str, ...] | None = None
@@ -63,12 +71,17 @@ class EvalConfig:
     def __post_init__(self) -> None:
         if self.few_shot < 0:
             raise ValueError("few_shot must be >= 0")
+        from components.llm.precision import resolve_precision
+
+        resolve_precision(self.precision)  # unknown names fail here, not after the first system
         if self.systems is not None:
             if isinstance(self.systems, str) or not all(isinstance(s, str) for s in self.systems):
                 raise ValueError("systems must be a list of system names")
             object.__setattr__(self, "systems", tuple(self.systems))
         if min(self.samples, self.max_turns, self.max_new_tokens, self.max_questions, self.grit_per_split) < 1:
             raise ValueError("samples, max_turns, max_new_tokens, max_questions and grit_per_split must be >= 1")
+        if self.mechanics_questions < 1:
+            raise ValueError("mechanics_questions must be >= 1")
 
     @property
     def seeds(self) -> tuple[int, ...]:

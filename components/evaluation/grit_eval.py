@@ -170,7 +170,7 @@ def evaluate_grit(
 
     summaries, records = {}, []
     for name, model in systems.items():
-        llm = TransformersBackend(model, threads=config.threads)
+        llm = TransformersBackend(model, threads=config.threads, dtype=config.precision)
         try:
             recs = grit_records(name, llm, items, config, new_tokens=new_tokens)
         finally:

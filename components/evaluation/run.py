@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from components.evaluation.agents import EvalConfig, LLMJudge, graphrag_records, tool_agent_records
 from components.evaluation.metrics import EvalRecord, breakdown, paired_difference, summarize
+from components.llm.precision import resolve_precision
 from components.store.artifact import Artifact, BuildContext, Layer
 from components.training.checkpoint import TrainConfig
 
@@ -58,6 +59,8 @@ class SystemSpec:
     method: str = ""
     note: str = ""
     system_prompt: str | None = None  # e.g. worked examples (the few-shot baseline)
+    #: trained by a ``mechanics_only`` stage: answers ``mechanics_questions`` questions once
+    mechanics: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -72,7 +75,7 @@ def _run_system(
     from components.tools.cot_env import GraphCoTEnvironment
     from components.tools.episodes import python_cypher_envs
 
-    llm = TransformersBackend(spec.model_dir, threads=config.threads)
+    llm = TransformersBackend(spec.model_dir, threads=config.threads, dtype=config.precision)
     try:
         if spec.kind == "python_cypher":
             with python_cypher_envs(db_location, max_rounds=max(1, config.max_turns - 1)) as make_env:
@@ -134,19 +137,25 @@ def evaluate_systems(
             if spec.model_dir is None:
                 continue
             t0 = time.perf_counter()
-            recs = _run_system(spec, rows, db_location, config, {"api": api})
+            subset, own = (
+                (rows[: config.mechanics_questions], replace(config, samples=1)) if spec.mechanics else (rows, config)
+            )
+            recs = _run_system(spec, subset, db_location, own, {"api": api})
             wall[spec.name] = time.perf_counter() - t0
             records += recs
             if progress is not None:
                 progress(spec.name, wall[spec.name])
     finally:
         backend.close()
-    judge_llm = TransformersBackend(judge_model_dir, threads=config.threads)
-    try:
-        judge = LLMJudge(judge_llm)
-        judge.judge(records)
-    finally:
-        judge_llm.close()
+    judge_model = "off"
+    if config.judge:
+        judge_llm = TransformersBackend(judge_model_dir, threads=config.threads, dtype=config.precision)
+        try:
+            judge = LLMJudge(judge_llm)
+            judge.judge(records)
+            judge_model = judge.model_name
+        finally:
+            judge_llm.close()
     for spec in systems:  # in the given order
         if spec.model_dir is None:
             out_systems[spec.name] = {"available": False, "note": spec.note, "kind": spec.kind, "method": spec.method}
@@ -174,8 +183,8 @@ def evaluate_systems(
         "paired": paired,
         "order": [str(r.get("id")) for r in rows],
         "seeds": list(config.seeds),  # sample indices (streams of the run seeded by decoding.seed)
-        "decoding": asdict(config),
-        "judge_model": judge.model_name,
+        "decoding": {**asdict(config), "precision": resolve_precision(config.precision)},
+        "judge_model": judge_model,
         "normalisation": NORMALISATION,
         "records": [r.to_dict() for r in records],
     }
@@ -214,7 +223,10 @@ PAIRS: Final = (
 
 
 #: the note of a system trained by a ``mechanics_only`` stage (TrainConfig)
-MECHANICS_NOTE: Final = "mechanics only: the tiny random model (cpu-tiny), not a learning result"
+MECHANICS_NOTE: Final = (
+    "mechanics only: the tiny random model (cpu-tiny), not a learning result; "
+    "evaluated on the first eval.mechanics_questions questions, one sample"
+)
 
 
 def eval_systems(
@@ -234,7 +246,7 @@ def eval_systems(
     if train is not None:
         stage_of = {"graphdancer-rl": "graphdancer_rl", "graphdancer-rl→dpo": "graphdancer_dpo"}
         systems = [
-            replace(s, note=MECHANICS_NOTE)
+            replace(s, note=MECHANICS_NOTE, mechanics=True)
             if s.model_dir
             and train.mechanics(stage_of.get(s.name, "ablations" if s.name.startswith("ablation") else ""))
             else s

@@ -39,7 +39,7 @@ def transfer_matrix(
 
     cells = []
     for train_domain, model_dir in models.items():
-        llm = TransformersBackend(model_dir, threads=config.threads)
+        llm = TransformersBackend(model_dir, threads=config.threads, dtype=config.precision)
         try:
             for test_domain, (db, rows) in tests.items():
                 rows = list(rows)[: config.max_questions]

@@ -15,8 +15,12 @@ What the :class:`Engine` does that ``model.generate`` does not:
   tokens never depend on its batch neighbours (up to float rounding of batched matmuls).
 * **Incremental stops, finished rows dropped.** EOS is checked on the whole batch; a row's tail
   is decoded only when its new token could complete a stop string (its text holds the stop's
-  last character). A finished row leaves the batch (its cache is stored first), so later steps
-  compute only the rows still running.
+  last character). A finished row's cache is stored at once; the row leaves the batch when a
+  quarter of the batch has finished (dropping rows copies every layer's keys and values, which
+  costs more than carrying a few finished rows), so later steps compute mostly running rows.
+* **Precision.** A model loaded in bfloat16 computes in it; a float32 model (a trainer's policy)
+  can run its forwards under bfloat16 autocast (``autocast``), one autocast context per call so
+  the bfloat16 weight copies are made once per call, not per step.
 
 Layout. Rows of a batch are right-aligned: ``[holes][cached prefix][holes][new tokens]`` — the
 2-D attention mask marks holes 0 and positions are the running count of real tokens, so a row's
@@ -35,10 +39,11 @@ generation steps), detected from the parameters' version counters.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -237,16 +242,40 @@ class Engine:
     """Generation over one loaded model (module docstring). ``cache_bytes`` bounds the prefix
     cache; ``batch_size`` the rows decoded together."""
 
+    #: a finished row stays in the batch (its steps wasted) until this share of the batch has
+    #: finished: dropping rows copies every layer's keys/values, which costs more than carrying a
+    #: few finished rows for some steps
+    compact_share = 0.25
+
     def __init__(
-        self, model: Any, tokenizer: Any, eos_ids: set[int], *, batch_size: int = 64, cache_bytes: int = 4 << 30
+        self,
+        model: Any,
+        tokenizer: Any,
+        eos_ids: set[int],
+        *,
+        batch_size: int = 128,
+        cache_bytes: int = 4 << 30,
+        autocast: torch.dtype | None = None,
     ) -> None:
         self.model, self.tokenizer, self.eos_ids, self.batch_size = model, tokenizer, eos_ids, batch_size
+        self.autocast = autocast  # e.g. bfloat16 forwards of a float32 policy (a trainer's mixed precision)
         self.device = next(model.parameters()).device
         self.cache = PrefixCache(cache_bytes)
         self._stops = _STOPS.get(tokenizer) or _STOPS.setdefault(tokenizer, _Stops(tokenizer))
         self._eos = torch.tensor(sorted(eos_ids), dtype=torch.long)
         self._weights = self._weights_version()
         self.forwarded_tokens = 0  # real (non-hole) positions forwarded, all calls together
+
+    @contextlib.contextmanager
+    def _forwarding(self) -> Iterator[None]:
+        """``inference_mode``, under autocast when asked: one context per call, so autocast's
+        cache of bfloat16 weight copies lives across every decoding step of the call."""
+        with torch.inference_mode():
+            if self.autocast is None:
+                yield
+            else:
+                with torch.autocast(self.device.type, dtype=self.autocast):
+                    yield
 
     def _weights_version(self) -> tuple[int, ...]:
         params = list(self.model.parameters())
@@ -286,7 +315,7 @@ class Engine:
         """Forward ``tokens`` alone and store their keys/values."""
         cache = DynamicCache()
         ids = torch.tensor([tokens], dtype=torch.long, device=self.device)
-        with torch.inference_mode():
+        with self._forwarding():
             self.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
         self.forwarded_tokens += len(tokens)
         self.cache.put(tokens, [(layer.keys[0], layer.values[0]) for layer in cache.layers])
@@ -339,7 +368,8 @@ class Engine:
         generated: list[list[int]] = [[] for _ in range(b)]
         reasons = ["length"] * b
         alive = list(range(b))  # batch position → row
-        with torch.inference_mode():
+        dead = torch.zeros(b, dtype=torch.bool)  # finished rows still in the batch (dropped lazily)
+        with self._forwarding():
             if cache is None:
                 cache = DynamicCache()
             positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]
@@ -355,8 +385,10 @@ class Engine:
                 cache = _cache([(layer.keys, layer.values) for layer in cache.layers])
             for step in range(params.max_new_tokens):
                 tokens = _sample(logits, uniforms[alive, step], params).cpu()
-                done = torch.isin(tokens, self._eos)
+                done = torch.isin(tokens, self._eos) & ~dead
                 for j, r in enumerate(alive):
+                    if dead[j]:
+                        continue
                     generated[r].append(int(tokens[j]))
                     if done[j]:
                         reasons[r] = "eos"
@@ -365,15 +397,17 @@ class Engine:
                         if any(s in tail for s in stops):
                             done[j], reasons[r] = True, "stop"
                 if step == params.max_new_tokens - 1:
-                    done[:] = True
+                    done = ~dead
                 if done.any():
                     self._store(cache, mask, alive, done, prompts, generated)
-                    keep = (~done).nonzero().flatten()
-                    if not len(keep):
+                    dead |= done
+                    if dead.all():
                         break
-                    alive = [alive[j] for j in keep.tolist()]
-                    cache.batch_select_indices(keep.to(self.device))
-                    mask, tokens = mask[keep], tokens[keep]
+                    if int(dead.sum()) >= self.compact_share * len(alive):
+                        keep = (~dead).nonzero().flatten()
+                        alive = [alive[j] for j in keep.tolist()]
+                        cache.batch_select_indices(keep.to(self.device))
+                        mask, tokens, dead = mask[keep], tokens[keep], dead[keep]
                 mask = torch.cat([mask, torch.ones(len(alive), 1, dtype=torch.long)], dim=1)
                 position = (mask.sum(-1, keepdim=True) - 1).to(self.device)
                 logits = self.model(
@@ -383,7 +417,7 @@ class Engine:
                     cache=cache,
                     use_cache=True,
                 ).logits[:, -1]
-                self.forwarded_tokens += len(alive)
+                self.forwarded_tokens += len(alive) - int(dead.sum())
         latency = time.perf_counter() - t0
         return [self._generation(prompts[r], generated[r], reasons[r], stops, latency) for r in range(b)]
 

@@ -38,6 +38,7 @@ from components.llm.base import (
 )
 from components.llm.engine import Engine
 from components.llm.models import load_model_dir, smollm2_hf_dir
+from components.llm.precision import PRECISIONS, resolve_precision
 
 __all__ = ["TransformersBackend", "sequence_seed"]
 
@@ -57,6 +58,9 @@ class TransformersBackend:
 
     ``model_dir``: any local Hugging Face causal-LM folder; default SmolLM2-135M-Instruct converted
     under ``data/models``. ``chat_template`` overrides the tokenizer's template (Jinja source).
+    ``dtype``: ``auto`` (bfloat16 where the hardware multiplies it natively, else float32 —
+    :mod:`components.llm.precision`), ``float32``, ``bfloat16`` or ``float16``; ``self.dtype`` is
+    the resolved name.
     """
 
     name = "transformers"
@@ -66,13 +70,15 @@ class TransformersBackend:
         model_dir: Path | str | None = None,
         *,
         device: str = "cpu",
-        dtype: str = "float32",
+        dtype: str = "auto",
         threads: int | None = None,
-        batch_size: int = 64,
+        batch_size: int = 128,
         chat_template: str | None = None,
     ) -> None:
-        if dtype not in _DTYPES:
-            raise LLMError(f"unknown dtype {dtype!r}; expected one of {', '.join(_DTYPES)}")
+        if dtype not in _DTYPES and dtype not in PRECISIONS:
+            raise LLMError(f"unknown dtype {dtype!r}; expected auto or one of {', '.join(_DTYPES)}")
+        dtype = dtype if dtype in _DTYPES else resolve_precision(dtype, device)
+        self.dtype = dtype
         if batch_size < 1:
             raise LLMError(f"batch_size must be >= 1, got {batch_size}")
         if threads:
@@ -107,9 +113,13 @@ class TransformersBackend:
         self.engine = Engine(self.model, self.tokenizer, eos_ids, batch_size=batch_size)
 
     @classmethod
-    def wrap(cls, model: Any, tokenizer: Any, *, batch_size: int = 64) -> TransformersBackend:
+    def wrap(cls, model: Any, tokenizer: Any, *, batch_size: int = 128, autocast: bool = False) -> TransformersBackend:
         """A backend over an already loaded model and tokenizer (e.g. the policy a trainer is
-        updating), without loading anything; generation runs under ``inference_mode``."""
+        updating), without loading anything; generation runs under ``inference_mode``. With
+        ``autocast`` (a float32 model on hardware with native bfloat16) the forwards run under
+        bfloat16 autocast, as a trainer's bf16 mixed-precision steps do."""
+        import torch
+
         self = cls.__new__(cls)
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.model_name = str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
@@ -123,7 +133,10 @@ class TransformersBackend:
             self.eos_ids.add(tokenizer.eos_token_id)
         if not self.eos_ids:
             raise LLMError("the model and tokenizer name no eos token id")
-        self.engine = Engine(model, tokenizer, self.eos_ids, batch_size=batch_size)
+        weights = next(model.parameters()).dtype
+        cast = torch.bfloat16 if autocast and weights == torch.float32 else None
+        self.dtype = "bfloat16" if cast is not None else str(weights).removeprefix("torch.")
+        self.engine = Engine(model, tokenizer, self.eos_ids, batch_size=batch_size, autocast=cast)
         return self
 
     # -- public ---------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ class RolloutConfig:
     stops: tuple[str, ...] = STOPS  # a step ends at the first of these (it belongs to the step)
     #: episodes played to the end together: bounds the key/value working set the generation
     #: engine keeps across turns (a chunk's histories stay cached instead of being evicted)
-    chunk: int = 64
+    chunk: int = 128
 
 
 @dataclass(frozen=True)

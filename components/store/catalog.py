@@ -40,6 +40,7 @@ class CatalogBusyError(RuntimeError):
 def _is_lock_conflict(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.IOException) and "could not set lock" in str(exc).lower()
 
+
 _DDL = """
 CREATE TABLE IF NOT EXISTS artifacts (
     asset        VARCHAR NOT NULL,

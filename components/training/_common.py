@@ -23,11 +23,16 @@ def load(model_dir: str | Path, threads: int | None, *, left_pad: bool = False) 
     return AutoModelForCausalLM.from_pretrained(model_dir), tokenizer
 
 
-def common_args(output_dir: str | Path, seed: int) -> dict[str, Any]:
-    """TRL 1.16 arguments verified on these machines (CPU: no bf16, no activation checkpointing),
-    logging every step, no checkpoints written mid-run, no reporting services."""
+def common_args(output_dir: str | Path, seed: int, precision: str = "auto") -> dict[str, Any]:
+    """TRL 1.16 arguments verified on these machines (CPU: no activation checkpointing), logging
+    every step, no checkpoints written mid-run, no reporting services. ``precision`` (``auto``:
+    components/llm/precision.py) resolved to ``bfloat16`` trains with bfloat16 autocast over
+    float32 master weights (mixed precision, on CPU too)."""
     import torch
 
+    from components.llm.precision import resolve_precision
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     return {
         "output_dir": str(output_dir),
         "seed": seed,
@@ -35,7 +40,7 @@ def common_args(output_dir: str | Path, seed: int) -> dict[str, Any]:
         "save_strategy": "no",
         "report_to": "none",
         "use_cpu": not torch.cuda.is_available(),
-        "bf16": False,
+        "bf16": resolve_precision(precision, device) == "bfloat16",
         "activation_checkpointing": False,
         "disable_tqdm": True,
     }

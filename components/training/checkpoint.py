@@ -196,6 +196,9 @@ class TrainConfig:
     max_examples: int | None = None
     seed: int = 0
     threads: int | None = None
+    #: ``auto`` (bfloat16 autocast where the hardware multiplies it natively, else float32;
+    #: components/llm/precision.py), ``float32`` or ``bfloat16``; recorded resolved
+    precision: str = "auto"
     #: any other preset budget, e.g. ``{rl_steps: 4, rl_new_tokens: 96}`` (keys of :data:`PRESETS`)
     budgets: Mapping[str, Any] = field(default_factory=dict)
     #: rollouts on vLLM (gpu preset only): ``colocate`` (default there: an engine inside the
@@ -209,6 +212,9 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; known: {sorted(PRESETS)}")
+        from components.llm.precision import resolve_precision
+
+        resolve_precision(self.precision)  # an unknown name fails when the config is read
         if isinstance(self.mechanics_only, str):
             raise ValueError("mechanics_only must be a list of stage names")
         object.__setattr__(self, "mechanics_only", tuple(self.mechanics_only))
@@ -241,7 +247,10 @@ class TrainConfig:
         return cls(**checked_options(cls, raw, "train"))
 
     def resolved(self) -> dict[str, Any]:
+        from components.llm.precision import resolve_precision
+
         own = {k: v for k, v in asdict(self).items() if v is not None and k not in ("budgets", "mechanics_only")}
+        own["precision"] = resolve_precision(self.precision)  # what ran, in fingerprints and model cards
         extra = {"mechanics_only": list(self.mechanics_only)} if self.mechanics_only else {}
         return {**PRESETS[self.preset], **dict(self.budgets), **own, **extra}
 
@@ -254,7 +263,7 @@ class TrainConfig:
         ``cpu-tiny`` preset with its own budgets (same seed and threads)."""
         if not self.mechanics(stage):
             return self
-        return TrainConfig(preset="cpu-tiny", seed=self.seed, threads=self.threads)
+        return TrainConfig(preset="cpu-tiny", seed=self.seed, threads=self.threads, precision=self.precision)
 
 
 @dataclass
@@ -475,6 +484,7 @@ def train_checkpoint(
             max_length=4096,
             seed=config.seed,
             threads=config.threads,
+            precision=config.precision,
         ),
     )
     result = CheckpointResult(

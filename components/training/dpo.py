@@ -52,6 +52,7 @@ class DPORunConfig:
     warmup_ratio: float = 0.05
     seed: int = 0
     threads: int | None = None
+    precision: str = "auto"  # components/llm/precision.py: bfloat16 autocast where native
     ordered: bool = False  # True: pairs are taken in the given order (a precomputed curriculum)
 
 
@@ -112,7 +113,7 @@ def run_dpo(
         lr_scheduler_type="linear",
         warmup_steps=max(0, round(config.warmup_ratio * config.max_steps)),
         train_sampling_strategy="sequential" if config.ordered else "random",
-        **common_args(output_dir, config.seed),
+        **common_args(output_dir, config.seed, config.precision),
     )
     trainer = MaskedDPOTrainer(
         model=model,

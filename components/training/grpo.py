@@ -64,10 +64,14 @@ def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
         vllm = {"vllm_mode": config.vllm_mode}
         if config.vllm_mode == "server":
             vllm["vllm_server_base_url"] = config.vllm_server_url
+    micro = config.micro_batch_size
     return GRPOConfig(
         max_steps=config.max_steps,
         learning_rate=config.learning_rate,
-        per_device_train_batch_size=config.batch_size,
+        # one generation of batch_size completions per optimizer step, its loss accumulated
+        # over micro-batches: activation memory scales with the micro-batch, not the batch
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=config.batch_size // micro,
         num_generations=config.num_generations,
         max_completion_length=config.max_completion_length,
         temperature=config.temperature,
@@ -76,7 +80,7 @@ def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
         shuffle_dataset=config.shuffle,
         use_vllm=config.use_vllm,
         **vllm,
-        **common_args(output_dir, config.seed),
+        **common_args(output_dir, config.seed, config.precision),
     )
 
 
@@ -92,7 +96,11 @@ def policy_backend(trainer: Any) -> Any:
         return VLLMBackend.wrap(engine, trainer.processing_class)
     from components.llm.transformers_backend import TransformersBackend
 
-    return TransformersBackend.wrap(trainer.accelerator.unwrap_model(trainer.model), trainer.processing_class)
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    # sample as the trainer scores: bfloat16 autocast when it trains in bf16 mixed precision
+    return TransformersBackend.wrap(
+        model, trainer.processing_class, autocast=bool(getattr(trainer.args, "bf16", False))
+    )
 
 
 def rollout_summary(stats: Sequence[Any]) -> dict[str, float]:
@@ -114,6 +122,10 @@ class GRPORunConfig:
     max_steps: int = 20
     learning_rate: float = 1e-6
     batch_size: int = 8  # completions per step
+    #: completions per forward/backward pass (the step's loss is accumulated over
+    #: ``batch_size / micro_batch`` of them): 8 multi-turn completions of SmolLM2 in one pass
+    #: did not fit in 24 GiB (the OOM killer stopped the cpu-learn run), 2 at a time do
+    micro_batch: int = 2
     num_generations: int = 4
     max_completion_length: int = 64
     temperature: float = 1.0
@@ -121,6 +133,7 @@ class GRPORunConfig:
     epsilon: float = 0.2  # clip
     seed: int = 0
     threads: int | None = None
+    precision: str = "auto"  # components/llm/precision.py: bfloat16 autocast where native
     shuffle: bool = True  # False: prompts are taken in dataset order (a precomputed curriculum)
     use_vllm: bool = False  # generate with vLLM (GPU; the gpu preset)
     vllm_mode: str = "colocate"  # an engine inside the training process, or "server" (trl vllm-serve)
@@ -129,8 +142,15 @@ class GRPORunConfig:
     def __post_init__(self) -> None:
         if self.batch_size % self.num_generations:
             raise ValueError("batch_size (completions) must be divisible by num_generations")
+        if self.micro_batch < 1 or self.batch_size % self.micro_batch_size:
+            raise ValueError("micro_batch must be >= 1 and divide batch_size (or exceed it: one pass)")
         if self.num_generations < 2:
             raise ValueError("GRPO needs at least 2 generations per prompt (group-normalised advantages)")
+
+    @property
+    def micro_batch_size(self) -> int:
+        """Completions per pass: ``micro_batch``, at most the whole batch."""
+        return min(self.micro_batch, self.batch_size)
 
 
 @dataclass

@@ -41,6 +41,7 @@ class PreferenceConfig:
     max_turns: int = 3
     seed: int = 0
     threads: int | None = None
+    precision: str = "auto"  # components/llm/precision.py
 
 
 def sample_preference_pairs(
@@ -55,7 +56,7 @@ def sample_preference_pairs(
     from components.tools.episodes import python_cypher_envs
 
     rows = list(rows)[: config.max_questions]
-    llm = TransformersBackend(checkpoint_dir, threads=config.threads)
+    llm = TransformersBackend(checkpoint_dir, threads=config.threads, dtype=config.precision)
     rollout = RolloutConfig(
         max_turns=config.max_turns,
         max_new_tokens=config.max_new_tokens,
@@ -124,6 +125,7 @@ def preference_config(train: TrainConfig) -> PreferenceConfig:
         max_turns=r["rl_turns"],
         seed=train.seed,
         threads=train.threads,
+        precision=r["precision"],
     )
 
 

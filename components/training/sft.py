@@ -44,6 +44,7 @@ class SFTRunConfig:
     max_length: int = 2048
     seed: int = 0
     threads: int | None = None
+    precision: str = "auto"  # components/llm/precision.py: bfloat16 autocast where native
     logging_steps: int = 1
 
 
@@ -86,7 +87,7 @@ def run_sft(
         learning_rate=config.learning_rate,
         per_device_train_batch_size=config.batch_size,
         max_length=config.max_length,
-        **common_args(output_dir, config.seed),
+        **common_args(output_dir, config.seed, config.precision),
     )
     trainer = SFTTrainer(
         model=model, args=args, train_dataset=Dataset.from_list([dict(e) for e in examples]), processing_class=tokenizer

@@ -135,6 +135,7 @@ def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuff
         epsilon=0.2,
         seed=config.seed,
         threads=config.threads,
+        precision=config.precision,
         shuffle=shuffle,
         use_vllm=config.preset == "gpu",
         vllm_mode=config.vllm_mode or "colocate",
@@ -198,7 +199,7 @@ def _plan(
         from components.llm.transformers_backend import TransformersBackend
 
         candidates = prepare(random.Random(config.seed).sample(rows, min(len(rows), max(int(r["rl_probe"]), want))))
-        backend = TransformersBackend(start_dir, threads=config.threads)
+        backend = TransformersBackend(start_dir, threads=config.threads, dtype=config.precision)
         try:
             groups = probe(backend, candidates, make_env, rollout, reward, int(r["rl_probe_samples"]))
         finally:
@@ -417,6 +418,7 @@ def graphdancer_dpo(
             batch_size=batch,
             seed=config.seed,
             threads=config.threads,
+            precision=config.precision,
             ordered=True,
         ),
     )
@@ -493,6 +495,7 @@ def grain_stage(
             max_length=4096,
             seed=config.seed,
             threads=config.threads,
+            precision=config.precision,
         ),
     )
     data = grain_rows(items)

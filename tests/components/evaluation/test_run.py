@@ -70,6 +70,21 @@ def test_every_system_same_questions_seeds_and_judge(setup) -> None:
         evaluate_systems(systems[:1], [], str(db), config, judge_model_dir=str(model))
 
 
+def test_mechanics_only_systems_answer_a_few_questions_once_and_the_judge_can_be_off(setup) -> None:
+    db, model = setup
+    systems = [
+        SystemSpec("full", "python_cypher", str(model)),
+        SystemSpec("tiny", "python_cypher", str(model), mechanics=True),
+    ]
+    config = EvalConfig(samples=2, max_turns=2, max_new_tokens=8, threads=1, judge=False, mechanics_questions=1)
+    report = evaluate_systems(systems, ROWS, str(db), config, judge_model_dir=str(model))
+    assert report["judge_model"] == "off" and all(r["judge"] is None for r in report["records"])
+    full, tiny = report["systems"]["full"]["summary"], report["systems"]["tiny"]["summary"]
+    assert (full["questions"], full["records"]) == (2, 4)
+    assert (tiny["questions"], tiny["records"], tiny["seeds"]) == (1, 1, [0])
+    assert full["judge"] is None
+
+
 def test_graphrag_context_walks_two_hops(setup) -> None:
     from components.graph.ladybug import LadybugBackend
     from components.tools.graph_cot import GraphCoT

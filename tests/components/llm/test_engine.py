@@ -31,7 +31,7 @@ QUESTIONS = [
 
 @pytest.fixture()
 def tiny(one_thread: None, tmp_path: Path) -> Iterator[TransformersBackend]:
-    backend = TransformersBackend(tiny_random_model(tmp_path / "m", seed=5), batch_size=4, threads=1)
+    backend = TransformersBackend(tiny_random_model(tmp_path / "m", seed=5), batch_size=4, threads=1, dtype="float32")
     yield backend
     backend.close()
 
@@ -201,3 +201,69 @@ def test_the_top_p_shortcut_draws_what_a_full_sort_draws(top_k: int) -> None:
         for p in (0.5, 0.9, 0.99):
             params = SamplingParams(temperature=0.8, top_p=p, top_k=top_k, max_new_tokens=1)
             assert torch.equal(_sample(logits, u, params), _reference_sample(logits, u, params))
+
+
+@pytest.fixture(scope="module")
+def smol_bf16(one_thread: None) -> Iterator[TransformersBackend]:
+    backend = TransformersBackend(threads=1, dtype="bfloat16")
+    yield backend
+    backend.close()
+
+
+def test_bfloat16_greedy_agrees_with_model_generate_up_to_bfloat16_ties(smol_bf16: TransformersBackend) -> None:
+    """In bfloat16 (what ``auto`` picks on hardware with native bf16) batching changes rounding
+    more than in float32: the engine's greedy output may leave ``model.generate``'s only where
+    the top two logits are within bfloat16's resolution at that magnitude (8 bits of mantissa)."""
+    prompts = [_prompt(smol_bf16, q, "You are a helpful assistant.") for q in QUESTIONS]
+    engine = Engine(smol_bf16.model, smol_bf16.tokenizer, smol_bf16.eos_ids, batch_size=8)
+    ours = engine.generate(prompts, [0] * len(prompts), GREEDY)
+    agree = 0
+    for prompt, gen in zip(prompts, ours, strict=True):
+        ref, scores = _reference_greedy(smol_bf16, prompt, GREEDY.max_new_tokens)
+        mine = list(gen.token_ids)
+        if mine == ref[: len(mine)] and (len(mine) == len(ref) or gen.stop_reason == "eos"):
+            agree += 1
+            continue
+        step = next(i for i, (a, b) in enumerate(zip(mine, ref, strict=False)) if a != b)
+        top2 = torch.topk(scores[step].float(), 2).values
+        resolution = 2 ** (torch.floor(torch.log2(top2[0].abs())) - 7)  # one bf16 step at this size
+        assert float(top2[0] - top2[1]) <= 4 * float(resolution), f"step {step}: {top2.tolist()} is no tie"
+    print(f"bfloat16 greedy agreement with model.generate: {agree}/{len(prompts)}")
+    assert agree >= len(prompts) // 2
+
+
+def test_bfloat16_sampling_is_reproducible_for_a_seed(smol_bf16: TransformersBackend) -> None:
+    prompts = [_prompt(smol_bf16, q) for q in QUESTIONS[:5]]
+    params = SamplingParams(max_new_tokens=16, temperature=1.0, top_p=0.95)
+    seeds = [sequence_seed(11 + i, 0) for i in range(len(prompts))]
+    runs = [
+        Engine(smol_bf16.model, smol_bf16.tokenizer, smol_bf16.eos_ids).generate(prompts, seeds, params)
+        for _ in range(2)
+    ]
+    assert [g.token_ids for g in runs[0]] == [g.token_ids for g in runs[1]]
+
+
+def test_a_float32_policy_can_sample_under_bfloat16_autocast(one_thread: None, tmp_path: Path) -> None:
+    """A trainer's float32 policy wrapped with ``autocast``: its matmuls run in bfloat16 (what a
+    bf16 mixed-precision trainer scores with), its weights stay float32, and a seed still gives
+    the same samples."""
+    model_dir = tiny_random_model(tmp_path / "m", seed=5)
+    fp32 = TransformersBackend(model_dir, threads=1, dtype="float32")
+    wrapped = TransformersBackend.wrap(fp32.model, fp32.tokenizer, autocast=True)
+    assert wrapped.dtype == "bfloat16" and next(fp32.model.parameters()).dtype == torch.float32
+    seen: list[torch.dtype] = []
+    linear = next(m for m in fp32.model.modules() if isinstance(m, torch.nn.Linear))
+    hook = linear.register_forward_hook(lambda mod, args, out: seen.append(out.dtype))
+    prompts = [_prompt(wrapped, q) for q in QUESTIONS[:3]]
+    params = SamplingParams(max_new_tokens=6, temperature=1.0)
+    try:
+        first = wrapped.engine.generate(prompts, [1, 2, 3], params)
+    finally:
+        hook.remove()
+    assert seen and set(seen) == {torch.bfloat16}
+    again = TransformersBackend.wrap(fp32.model, fp32.tokenizer, autocast=True).engine.generate(
+        prompts, [1, 2, 3], params
+    )
+    assert [g.token_ids for g in first] == [g.token_ids for g in again]
+    plain = TransformersBackend.wrap(fp32.model, fp32.tokenizer)
+    assert plain.dtype == "float32" and plain.engine.autocast is None

@@ -26,7 +26,7 @@ GREEDY = SamplingParams(max_new_tokens=24, temperature=0)
 @pytest.fixture(scope="module")
 def tiny(one_thread: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TransformersBackend]:
     path = tiny_random_model(tmp_path_factory.mktemp("tiny") / "m", seed=3)
-    backend = TransformersBackend(path, batch_size=3, threads=1)
+    backend = TransformersBackend(path, batch_size=3, threads=1, dtype="float32")
     yield backend
     backend.close()
 

@@ -250,7 +250,9 @@ def test_validation_curve_plays_the_current_policy_on_held_out_rows(tiny_model: 
         schema = backend.schema()
         qp = ReadOnlyQueryPath(backend, schema=schema)
         make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
-        start = play(TransformersBackend(tiny_model, threads=1), held_out, make_env, rollout, 2)
+        # both sides in float32: a bfloat16-loaded model and bf16 autocast over float32 weights
+        # round differently, which would make the comparison about precision, not the curve
+        start = play(TransformersBackend(tiny_model, threads=1, dtype="float32"), held_out, make_env, rollout, 2)
         mt = MultiTurn(make_env, rollout, validation=Validation(held_out, every=1, samples=2))
         result = run_grpo(
             tiny_model,
@@ -258,7 +260,13 @@ def test_validation_curve_plays_the_current_policy_on_held_out_rows(tiny_model: 
             [length],
             tmp_path / "gc",
             GRPORunConfig(
-                max_steps=2, batch_size=4, num_generations=2, max_completion_length=512, threads=1, learning_rate=1e-3
+                max_steps=2,
+                batch_size=4,
+                num_generations=2,
+                max_completion_length=512,
+                threads=1,
+                learning_rate=1e-3,
+                precision="float32",
             ),
             multi_turn=mt,
         )
