@@ -18,9 +18,10 @@ What the :class:`Engine` does that ``model.generate`` does not:
   last character). A finished row's cache is stored at once; the row leaves the batch when a
   quarter of the batch has finished (dropping rows copies every layer's keys and values, which
   costs more than carrying a few finished rows), so later steps compute mostly running rows.
-* **Precision.** A model loaded in bfloat16 computes in it; a float32 model (a trainer's policy)
-  can run its forwards under bfloat16 autocast (``autocast``), one autocast context per call so
-  the bfloat16 weight copies are made once per call, not per step.
+* **Precision.** The engine computes in the model's own dtype (bfloat16 where the hardware has
+  it: :mod:`components.llm.precision`). A float32 trainer policy samples through a bfloat16
+  copy of itself (:func:`components.training.grpo.policy_backend`): autocast over float32
+  weights measured slower than plain float32 here (the weights are cast again every step).
 
 Layout. Rows of a batch are right-aligned: ``[holes][cached prefix][holes][new tokens]`` — the
 2-D attention mask marks holes 0 and positions are the running count of real tokens, so a row's
@@ -39,11 +40,10 @@ generation steps), detected from the parameters' version counters.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,27 +255,14 @@ class Engine:
         *,
         batch_size: int = 128,
         cache_bytes: int = 4 << 30,
-        autocast: torch.dtype | None = None,
     ) -> None:
         self.model, self.tokenizer, self.eos_ids, self.batch_size = model, tokenizer, eos_ids, batch_size
-        self.autocast = autocast  # e.g. bfloat16 forwards of a float32 policy (a trainer's mixed precision)
         self.device = next(model.parameters()).device
         self.cache = PrefixCache(cache_bytes)
         self._stops = _STOPS.get(tokenizer) or _STOPS.setdefault(tokenizer, _Stops(tokenizer))
         self._eos = torch.tensor(sorted(eos_ids), dtype=torch.long)
         self._weights = self._weights_version()
         self.forwarded_tokens = 0  # real (non-hole) positions forwarded, all calls together
-
-    @contextlib.contextmanager
-    def _forwarding(self) -> Iterator[None]:
-        """``inference_mode``, under autocast when asked: one context per call, so autocast's
-        cache of bfloat16 weight copies lives across every decoding step of the call."""
-        with torch.inference_mode():
-            if self.autocast is None:
-                yield
-            else:
-                with torch.autocast(self.device.type, dtype=self.autocast):
-                    yield
 
     def _weights_version(self) -> tuple[int, ...]:
         params = list(self.model.parameters())
@@ -315,7 +302,7 @@ class Engine:
         """Forward ``tokens`` alone and store their keys/values."""
         cache = DynamicCache()
         ids = torch.tensor([tokens], dtype=torch.long, device=self.device)
-        with self._forwarding():
+        with torch.inference_mode():
             self.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
         self.forwarded_tokens += len(tokens)
         self.cache.put(tokens, [(layer.keys[0], layer.values[0]) for layer in cache.layers])
@@ -369,7 +356,7 @@ class Engine:
         reasons = ["length"] * b
         alive = list(range(b))  # batch position → row
         dead = torch.zeros(b, dtype=torch.bool)  # finished rows still in the batch (dropped lazily)
-        with self._forwarding():
+        with torch.inference_mode():
             if cache is None:
                 cache = DynamicCache()
             positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]

@@ -113,13 +113,10 @@ class TransformersBackend:
         self.engine = Engine(self.model, self.tokenizer, eos_ids, batch_size=batch_size)
 
     @classmethod
-    def wrap(cls, model: Any, tokenizer: Any, *, batch_size: int = 128, autocast: bool = False) -> TransformersBackend:
+    def wrap(cls, model: Any, tokenizer: Any, *, batch_size: int = 128) -> TransformersBackend:
         """A backend over an already loaded model and tokenizer (e.g. the policy a trainer is
-        updating), without loading anything; generation runs under ``inference_mode``. With
-        ``autocast`` (a float32 model on hardware with native bfloat16) the forwards run under
-        bfloat16 autocast, as a trainer's bf16 mixed-precision steps do."""
-        import torch
-
+        updating), without loading anything; generation runs under ``inference_mode`` in the
+        model's own dtype."""
         self = cls.__new__(cls)
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.model_name = str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
@@ -133,10 +130,8 @@ class TransformersBackend:
             self.eos_ids.add(tokenizer.eos_token_id)
         if not self.eos_ids:
             raise LLMError("the model and tokenizer name no eos token id")
-        weights = next(model.parameters()).dtype
-        cast = torch.bfloat16 if autocast and weights == torch.float32 else None
-        self.dtype = "bfloat16" if cast is not None else str(weights).removeprefix("torch.")
-        self.engine = Engine(model, tokenizer, self.eos_ids, batch_size=batch_size, autocast=cast)
+        self.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
+        self.engine = Engine(model, tokenizer, self.eos_ids, batch_size=batch_size)
         return self
 
     # -- public ---------------------------------------------------------------------------------

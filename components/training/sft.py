@@ -8,7 +8,12 @@ results. TRL uses a ``labels`` column as given.
 
 :func:`run_sft` trains a local Hugging Face model folder on such examples and saves the result
 (``save_pretrained`` + tokenizer) with the per-step losses. On CPU it uses TRL's CPU settings
-(``use_cpu``, no bf16, no activation checkpointing, no reporting).
+(``use_cpu``, bf16 mixed precision where native, no activation checkpointing, no reporting).
+
+**Only labelled positions reach the LM head** (:func:`span_sft_trainer`): a trajectory's loss is
+on the model's own tokens (~150 of ~600 positions); the backbone runs over the whole sequence,
+but the vocabulary projection (49,152 × 576 for SmolLM2) and its backward run only where a label
+is set — the same loss as TRL's full-sequence kernel (tested), a quarter of its head work.
 """
 
 from __future__ import annotations
@@ -65,6 +70,36 @@ class SFTResult:
         return self.losses[-1] if self.losses else math.nan
 
 
+def span_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
+    """Mean next-token cross-entropy over the labelled positions (labels ≠ -100), the LM head
+    applied to those positions only; divided by ``num_items_in_batch`` when the trainer counts
+    the labelled tokens of an accumulated step."""
+    import torch
+
+    labels = inputs["labels"][:, 1:]
+    mask = labels != -100
+    backbone = getattr(model, model.base_model_prefix)
+    hidden = backbone(
+        input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"), use_cache=False
+    ).last_hidden_state[:, :-1]
+    logits = model.get_output_embeddings()(hidden[mask]).float()
+    total = torch.nn.functional.cross_entropy(logits, labels[mask], reduction="sum")
+    count = mask.sum() if num_items_in_batch is None else num_items_in_batch
+    return total / torch.as_tensor(count).clamp(min=1)
+
+
+def span_sft_trainer() -> type:
+    """``SFTTrainer`` whose loss is :func:`span_loss` (pre-tokenised examples with ``labels``)."""
+    from trl import SFTTrainer
+
+    class SpanSFTTrainer(SFTTrainer):
+        def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None):
+            loss = span_loss(model, inputs, num_items_in_batch)
+            return (loss, None) if return_outputs else loss
+
+    return SpanSFTTrainer
+
+
 def run_sft(
     model_dir: str | Path,
     examples: Sequence[dict[str, list[int]]],
@@ -73,7 +108,7 @@ def run_sft(
 ) -> SFTResult:
     """Fine-tune ``model_dir`` on ``examples`` (from :func:`sft_example`); see the module docstring."""
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
     from components.training._common import common_args, load, train_and_save
 
@@ -89,7 +124,7 @@ def run_sft(
         max_length=config.max_length,
         **common_args(output_dir, config.seed, config.precision),
     )
-    trainer = SFTTrainer(
+    trainer = span_sft_trainer()(
         model=model, args=args, train_dataset=Dataset.from_list([dict(e) for e in examples]), processing_class=tokenizer
     )
     log = train_and_save(trainer, tokenizer, output_dir)

@@ -243,27 +243,46 @@ def test_bfloat16_sampling_is_reproducible_for_a_seed(smol_bf16: TransformersBac
     assert [g.token_ids for g in runs[0]] == [g.token_ids for g in runs[1]]
 
 
-def test_a_float32_policy_can_sample_under_bfloat16_autocast(one_thread: None, tmp_path: Path) -> None:
-    """A trainer's float32 policy wrapped with ``autocast``: its matmuls run in bfloat16 (what a
-    bf16 mixed-precision trainer scores with), its weights stay float32, and a seed still gives
-    the same samples."""
-    model_dir = tiny_random_model(tmp_path / "m", seed=5)
-    fp32 = TransformersBackend(model_dir, threads=1, dtype="float32")
-    wrapped = TransformersBackend.wrap(fp32.model, fp32.tokenizer, autocast=True)
-    assert wrapped.dtype == "bfloat16" and next(fp32.model.parameters()).dtype == torch.float32
-    seen: list[torch.dtype] = []
-    linear = next(m for m in fp32.model.modules() if isinstance(m, torch.nn.Linear))
-    hook = linear.register_forward_hook(lambda mod, args, out: seen.append(out.dtype))
-    prompts = [_prompt(wrapped, q) for q in QUESTIONS[:3]]
-    params = SamplingParams(max_new_tokens=6, temperature=1.0)
-    try:
-        first = wrapped.engine.generate(prompts, [1, 2, 3], params)
-    finally:
-        hook.remove()
-    assert seen and set(seen) == {torch.bfloat16}
-    again = TransformersBackend.wrap(fp32.model, fp32.tokenizer, autocast=True).engine.generate(
-        prompts, [1, 2, 3], params
+def test_a_float32_policy_samples_through_a_synced_bfloat16_copy(one_thread: None, tmp_path: Path) -> None:
+    """A bf16 mixed-precision trainer's float32 policy samples through a bfloat16 copy of itself:
+    the copy's weights are the policy's (rounded), a seed gives the same samples, and after an
+    optimizer step the next call copies the new weights in (and forgets the cached keys/values)."""
+    from types import SimpleNamespace
+
+    from components.training.grpo import policy_backend
+
+    fp32 = TransformersBackend(tiny_random_model(tmp_path / "m", seed=5), threads=1, dtype="float32")
+    policy = fp32.model
+    trainer = SimpleNamespace(
+        model=policy,
+        processing_class=fp32.tokenizer,
+        args=SimpleNamespace(bf16=True),
+        accelerator=SimpleNamespace(unwrap_model=lambda m: m),
     )
-    assert [g.token_ids for g in first] == [g.token_ids for g in again]
-    plain = TransformersBackend.wrap(fp32.model, fp32.tokenizer)
-    assert plain.dtype == "float32" and plain.engine.autocast is None
+    backend = policy_backend(trainer)
+    assert backend.dtype == "bfloat16" and next(policy.parameters()).dtype == torch.float32
+    copy = backend.model
+    assert copy is not policy
+    for mine, theirs in zip(copy.parameters(), policy.parameters(), strict=True):
+        assert torch.equal(mine, theirs.to(torch.bfloat16))
+    prompts = [_prompt(backend, q) for q in QUESTIONS[:3]]
+    params = SamplingParams(max_new_tokens=6, temperature=1.0)
+    first = [g.token_ids for g in backend.engine.generate(prompts, [1, 2, 3], params)]
+    assert policy_backend(trainer) is backend  # unchanged weights: the same copy, the same cache
+    assert len(backend.engine.cache) > 0
+    with torch.no_grad():  # an optimizer step on the policy
+        for p in policy.parameters():
+            p.add_(0.01)
+    again = policy_backend(trainer)
+    assert again is backend
+    for mine, theirs in zip(copy.parameters(), policy.parameters(), strict=True):
+        assert torch.equal(mine, theirs.to(torch.bfloat16))
+    before = again.engine.forwarded_tokens
+    again.engine.generate(prompts[:1], [1], SamplingParams(max_new_tokens=1, temperature=0))
+    assert again.engine.forwarded_tokens - before == len(prompts[0])  # stale keys/values not reused
+    repeat = [g.token_ids for g in policy_backend(trainer).engine.generate(prompts, [1, 2, 3], params)]
+    fresh = TransformersBackend.wrap(copy, fp32.tokenizer)  # the same weights, a new engine
+    assert repeat == [g.token_ids for g in fresh.engine.generate(prompts, [1, 2, 3], params)]
+    assert len(first) == 3
+    trainer.args.bf16 = False
+    assert policy_backend(trainer).model is policy  # float32 runs sample from the policy itself
