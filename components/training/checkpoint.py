@@ -112,7 +112,7 @@ PRESETS: Final = {
         "rl_temperature": 0.7,  # at 1.0 the warm start almost never calls a tool (3 % vs 19 % at 0.7)
         "rl_probe": 8,
         "rl_probe_samples": 4,
-        "rl_val_questions": 8,
+        "rl_val_questions": 0,  # no validation curve in the 10-minute demo (2 steps); cpu-learn has one
         "rl_val_every": 2,
         "pair_samples": 8,
         "dpo_steps": 2,
