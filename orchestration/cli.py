@@ -474,13 +474,14 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         max_questions=args.max_questions,
         max_turns=args.max_turns,
         max_new_tokens=args.max_new_tokens,
+        judge_model=args.judge,
     )
     report = evaluate_systems(
         [SystemSpec(Path(args.checkpoint).name, args.kind, str(args.checkpoint))],
         rows,
         db,
         config,
-        judge_model_dir=args.judge or judge_dir(config, root),
+        judge_model_dir=judge_dir(config, root),
     )
     out = Path(args.out) if args.out else root / "eval_reports" / args.domain / f"cli-{time.strftime('%Y%m%d-%H%M%S')}"
     paths = write_report(report, out, f"graphdojo evaluation — {args.domain} — {Path(args.checkpoint).name}")
@@ -577,7 +578,9 @@ def _parser() -> argparse.ArgumentParser:
     ce.add_argument(
         "--judge", choices=["off", "on"], default="off", help="run the two-stage semantic judge (local model)"
     )
-    ce.add_argument("--model", default=None, help="judge model folder (default: SmolLM2-135M-Instruct)")
+    ce.add_argument(
+        "--model", default=None, help="judge model: a name (qwen2.5-coder-0.5b, …) or folder (default: SmolLM2)"
+    )
     ce.add_argument(
         "--snapshot-fingerprint",
         default=None,
@@ -660,7 +663,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-questions", type=_COUNT, default=12)
     ev.add_argument("--max-turns", type=_COUNT, default=3)
     ev.add_argument("--max-new-tokens", type=_COUNT, default=96)
-    ev.add_argument("--judge", default=None, help="judge model folder (default: SmolLM2-135M-Instruct)")
+    ev.add_argument("--judge", default=None, help="judge model: a name (smollm2-135m, qwen2.5-coder-0.5b, …) or folder")
     ev.add_argument("--out", default=None, help="report folder (default: data/eval_reports/<domain>/cli-<time>)")
     ev.set_defaults(func=_cmd_eval)
 

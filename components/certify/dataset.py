@@ -81,14 +81,16 @@ class CertifyConfig:
     ``judge``: ``off`` admits the strict candidates unreviewed (the funnel shows the stage as
     skipped and the partial candidates it holds back) — the CPU default, since a 135M-parameter
     judge is noise; ``admit_partial_without_judge: true`` admits the partial ones too. ``on``
-    runs the two-stage judge with ``judge_backend`` / ``judge_options`` (as the quizzer's
-    backends) and admits only accepted candidates. ``eval_questions``: a JSONL evaluation set for the leakage
-    filter (relative paths are resolved against the domain YAML). ``bands``: ``{rate: [min,
-    max]}`` for the funnel-rate checks (rates of :data:`FUNNEL_RATES`). ``fault_sample``:
+    runs the two-stage judge — ``judge_model`` (a registered name or a local folder, as the
+    quizzer's ``model``; default SmolLM2) on ``judge_backend`` / ``judge_options`` (as the
+    quizzer's backends) — and admits only accepted candidates. ``eval_questions``: a JSONL
+    evaluation set for the leakage filter (relative paths are resolved against the domain YAML).
+    ``bands``: ``{rate: [min, max]}`` for the funnel-rate checks (rates of :data:`FUNNEL_RATES`). ``fault_sample``:
     certified items per fault type in the accuracy report (0 skips it).
     """
 
     judge: str = "off"
+    judge_model: str | None = None
     judge_backend: str = "transformers"
     judge_options: Mapping[str, Any] = field(default_factory=dict)
     judge_max_new_tokens: int = 256
@@ -123,6 +125,13 @@ class CertifyConfig:
             raw["bands"] = {k: tuple(v) if isinstance(v, list) else v for k, v in dict(raw["bands"] or {}).items()}
         return cls(**raw)
 
+    def judge_kwargs(self) -> dict[str, Any]:
+        """The judge backend's options, ``judge_model`` as its ``model_dir`` (local backends)."""
+        opts = dict(self.judge_options)
+        if self.judge_model is not None and self.judge_backend != "openai":
+            opts["model_dir"] = self.judge_model
+        return opts
+
     def to_json(self) -> dict[str, Any]:
         return {
             **asdict(self),
@@ -133,10 +142,14 @@ class CertifyConfig:
 
 def certify_params(config: CertifyConfig) -> dict[str, Any]:
     """What identifies a certified dataset beyond its inputs: the config, the certification
-    rules and the evaluation set's content (a changed evaluation set is a new dataset)."""
+    rules, the evaluation set's content (a changed evaluation set is a new dataset) and, with
+    the judge on, what the judge's model is."""
+    from components.llm.registry import model_identity
+
     ev = config.eval_questions
     eval_hash = hash_path(ev) if ev and Path(ev).is_file() else None
-    return {**config.to_json(), "rules": RULES_VERSION, "eval_questions_hash": eval_hash}
+    judge = model_identity(config.judge_kwargs().get("model_dir")) if config.judge == "on" else None
+    return {**config.to_json(), "rules": RULES_VERSION, "eval_questions_hash": eval_hash, "judge_identity": judge}
 
 
 def admit(status: str, verdict: str, leaked: bool, config: CertifyConfig) -> bool:
@@ -277,7 +290,7 @@ def run_certification(
             from components.llm import make_backend
 
             t0 = time.perf_counter()
-            llm = make_backend(config.judge_backend, **dict(config.judge_options))
+            llm = make_backend(config.judge_backend, **config.judge_kwargs())
             try:
                 judge = SemanticJudge(llm, max_new_tokens=config.judge_max_new_tokens, seed=config.seed)
                 got = judge.judge([candidates[i] for i in certified_idx])

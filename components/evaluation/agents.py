@@ -53,7 +53,9 @@ class EvalConfig:
     max_new_tokens: int = 96
     max_questions: int = 12
     threads: int | None = None
-    judge_model_dir: str | None = None  # a local Hugging Face folder; None: SmolLM2-135M-Instruct
+    #: the LLM judge: a registered model name (components/llm/registry.py) or a local Hugging Face
+    #: folder; None: SmolLM2-135M-Instruct
+    judge_model: str | None = None
     grit_per_split: int = 6  # GRIT-style items per split (test, ood, large) in grit/eval_report
     few_shot: int = 2  # worked examples (training split) in the few-shot base model's prompt; 0: no such row
     #: the local LLM judge (the ``judge`` metric); off: no judge score in the report

@@ -202,14 +202,17 @@ class EvalPlan:
     train: TrainConfig
 
     def params(self) -> dict[str, Any]:
-        return {"config": vars(self.evaluate), "train": self.train.resolved()}
+        from components.llm.registry import model_identity
+
+        judge = model_identity(self.evaluate.judge_model) if self.evaluate.judge else None
+        return {"config": vars(self.evaluate), "train": self.train.resolved(), "judge_identity": judge}
 
 
 def judge_dir(config: EvalConfig, data_root: Path) -> str:
-    """The judge model: the configured folder, else SmolLM2-135M-Instruct from its wheel."""
-    from components.llm.models import smollm2_hf_dir
+    """The judge model's folder: the configured name or folder, else SmolLM2-135M-Instruct."""
+    from components.llm.registry import model_folder
 
-    return config.judge_model_dir or str(smollm2_hf_dir(data_root))
+    return str(model_folder(config.judge_model, data_root))
 
 
 #: the differences a domain's report states with paired CIs: does the warm start beat the base

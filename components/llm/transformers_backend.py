@@ -37,8 +37,8 @@ from components.llm.base import (
     register_backend,
 )
 from components.llm.engine import Engine
-from components.llm.models import load_model_dir, smollm2_hf_dir
 from components.llm.precision import PRECISIONS, resolve_precision
+from components.llm.registry import model_folder
 
 __all__ = ["TransformersBackend", "sequence_seed"]
 
@@ -56,8 +56,10 @@ def sequence_seed(base: int, sample: int) -> int:
 class TransformersBackend:
     """Batched chat generation with ``transformers`` (see the module docstring for seeding).
 
-    ``model_dir``: any local Hugging Face causal-LM folder; default SmolLM2-135M-Instruct converted
-    under ``data/models``. ``chat_template`` overrides the tokenizer's template (Jinja source).
+    ``model_dir``: a registered model name (``smollm2-135m``, ``qwen2.5-coder-0.5b``,
+    ``qwen2.5-coder-1.5b``: :mod:`components.llm.registry`, converted once under ``data/models``)
+    or any local Hugging Face causal-LM folder; default SmolLM2-135M-Instruct. ``chat_template``
+    overrides the tokenizer's template (Jinja source).
     ``dtype``: ``auto`` (bfloat16 where the hardware multiplies it natively, else float32 —
     :mod:`components.llm.precision`), ``float32``, ``bfloat16`` or ``float16``; ``self.dtype`` is
     the resolved name.
@@ -83,7 +85,7 @@ class TransformersBackend:
             raise LLMError(f"batch_size must be >= 1, got {batch_size}")
         if threads:
             torch.set_num_threads(int(threads))
-        path = load_model_dir(model_dir if model_dir is not None else smollm2_hf_dir())
+        path = model_folder(model_dir)
         self.model_name = str(path)
         self.device = torch.device(device)
         self.batch_size = batch_size

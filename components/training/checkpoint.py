@@ -189,7 +189,10 @@ class TrainConfig:
     """A domain YAML's ``train:`` section; unset budgets come from the preset."""
 
     preset: str = "cpu-tiny"
-    model_dir: str | None = None
+    #: the Solver's base model on the SmolLM2 presets (``cpu-demo``, ``cpu-learn``): a registered
+    #: name (components/llm/registry.py) or a local folder; None: ``smollm2-135m``
+    base_model: str | None = None
+    model_dir: str | None = None  # the gpu preset's base model folder (a name works too)
     max_steps: int | None = None
     learning_rate: float | None = None
     batch_size: int | None = None
@@ -223,8 +226,10 @@ class TrainConfig:
             raise ValueError(
                 f"mechanics_only: unknown stages {sorted(unknown_stages)}; known: {list(MECHANICS_STAGES)}"
             )
-        if self.preset == "gpu" and not self.model_dir:
-            raise ValueError("the gpu preset needs model_dir (a local Hugging Face folder)")
+        if self.preset == "gpu" and not (self.model_dir or self.base_model):
+            raise ValueError("the gpu preset needs base_model (a model name or a local Hugging Face folder)")
+        if self.preset == "cpu-tiny" and self.base_model:
+            raise ValueError("cpu-tiny trains the tiny random model; base_model needs cpu-demo, cpu-learn or gpu")
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ValueError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if (self.vllm_mode or self.vllm_server_url) and self.preset != "gpu":
@@ -251,6 +256,10 @@ class TrainConfig:
 
         own = {k: v for k, v in asdict(self).items() if v is not None and k not in ("budgets", "mechanics_only")}
         own["precision"] = resolve_precision(self.precision)  # what ran, in fingerprints and model cards
+        if self.preset != "cpu-tiny":
+            from components.llm.registry import model_identity
+
+            own["base_model_identity"] = model_identity(self.base_model or self.model_dir)
         extra = {"mechanics_only": list(self.mechanics_only)} if self.mechanics_only else {}
         return {**PRESETS[self.preset], **dict(self.budgets), **own, **extra}
 
@@ -317,9 +326,11 @@ def base_model_dir(config: TrainConfig, cache_root: Path | str | None = None) ->
             if (folder / "config.json").is_file()
             else tiny_random_model(folder, seed=config.seed, cache_root=cache_root)
         )
+    from components.llm.registry import model_folder
+
     if config.preset in ("cpu-demo", "cpu-learn"):
-        return smollm2_hf_dir(cache_root)
-    return Path(str(config.model_dir))
+        return model_folder(config.base_model, cache_root) if config.base_model else smollm2_hf_dir(cache_root)
+    return model_folder(config.model_dir or config.base_model, cache_root)
 
 
 WARM_START_TEXT: Final = (

@@ -30,7 +30,7 @@ Schema of a file::
       max_questions: 12       # of the test split, in its stored order
       max_turns: 3
       max_new_tokens: 96
-      judge_model_dir: null   # the LLM judge (default: SmolLM2-135M-Instruct)
+      judge_model: null       # the LLM judge: a model name or folder (default: smollm2-135m)
       grit_per_split: 6       # GRIT-style items per split in grit/eval_report (default domain)
     ablations:                # optional: GraphCert GRPO variants whose rows join eval_reports
       - {name: strict-only, data: strict, budget: matched}   # data: strict | strict_partial | uncertified

@@ -48,7 +48,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     train = TrainConfig(preset="cpu-tiny", max_steps=6, threads=1)
     judge = str(tiny_random_model(tmp_path / "judge", seed=1))
     evaluate = EvalConfig(
-        samples=2, max_questions=2, max_turns=1, max_new_tokens=8, threads=1, judge_model_dir=judge, grit_per_split=2
+        samples=2, max_questions=2, max_turns=1, max_new_tokens=8, threads=1, judge_model=judge, grit_per_split=2
     )
     defs = [
         *graph_snapshot_asset("bio", SOURCE),

@@ -162,8 +162,8 @@ def test_environment_selects_domains_and_overrides_the_preset(monkeypatch: pytes
     monkeypatch.delenv("GRAPHDOJO_DOMAINS")
     monkeypatch.setenv("GRAPHDOJO_PRESET", "cpu-demo")
     assert {c.train.preset for c in load_domains().values()} == {"cpu-demo"}
-    monkeypatch.setenv("GRAPHDOJO_PRESET", "gpu")  # needs model_dir: a clear error, not a crash later
-    with pytest.raises(DomainConfigError, match="GRAPHDOJO_PRESET='gpu'.*model_dir"):
+    monkeypatch.setenv("GRAPHDOJO_PRESET", "gpu")  # needs base_model: a clear error, not a crash later
+    with pytest.raises(DomainConfigError, match="GRAPHDOJO_PRESET='gpu'.*base_model"):
         load_domains()
 
 
