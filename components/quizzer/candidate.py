@@ -45,6 +45,7 @@ FAILURE_REASONS: Final[Mapping[str, str]] = {
     "unparseable_answer": "the answer does not parse as its answer type",
     "answer_mismatch": "the answer printed by the final program differs from the stated answer",
     "empty_answer": "the answer is empty",
+    "copied_example": "the final turn repeats a worked example (same query structure and entities)",
     "degenerate_answer": "the answer is trivial (too large a set, a tie under ranking, …)",
     "truncated_evidence": "the evidence hit the row limit, so it cannot certify the answer",
     "no_start_node": "no start node could be sampled",

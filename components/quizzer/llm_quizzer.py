@@ -2,16 +2,25 @@
 question, its answer and the final program that proves it.
 
 Per episode: sample the axes (:func:`~components.quizzer.axes.sample_axes`) and a start node with
-its 1-hop neighbourhood; prompt with the schema (directions), the tool rules and output protocol
-(:mod:`components.quizzer.prompts`) and the neighbourhood; then loop, at most ``max_turns`` turns:
+its 1-hop neighbourhood; prompt with the schema (directions, property types), the tool rules and
+output protocol (:mod:`components.quizzer.prompts`), ``few_shot`` worked examples made by the
+template quizzer on **this** graph (never another domain's) and the neighbourhood; then loop, at
+most ``max_turns`` turns:
 
 * an exploration turn (one ```` ```python ```` block) runs in the episode's persistent sandbox
-  and the observation goes back as ``<information>…</information>``;
+  and the observation goes back as ``<information>…</information>`` — with the query path's own
+  errors (unknown label / property with suggestions, refused constructs) and a note for every
+  relationship pattern whose direction is not in the schema (such a query returns nothing
+  instead of failing);
 * the final turn (a code block plus ``<question>…</question><answer>…</answer>``) is checked:
   the code runs as the *final program* in a **fresh** sandbox
   (:func:`~components.quizzer.final.run_final_program`); it must mark evidence and print an answer
   that parses as the requested answer type and agrees with the stated one; its evidence queries
   must follow the schema's directed triples.
+
+A final turn whose evidence repeats a worked example — the same query structure
+(:func:`~components.rubric.evidence.s_pair` = 1) *and* the same entities — fails as
+``copied_example``: a model that copies its examples has learned nothing.
 
 A failed episode gets **one** repair turn (the failure reason and a request for a minimal fix of
 the QA and regenerated evidence); the candidate records ``repaired=True`` when that succeeds.
@@ -65,7 +74,7 @@ from components.quizzer.prompts import (
 )
 from components.tools.sandbox import SandboxEpisode, SandboxLimits
 
-__all__ = ["LLMQuizzer", "LLMQuizzerConfig", "ParsedTurn", "parse_turn"]
+__all__ = ["LLMQuizzer", "LLMQuizzerConfig", "ParsedTurn", "parse_turn", "worked_examples"]
 
 _CODE: Final = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 _QUESTION: Final = re.compile(r"<question>(.*?)</question>", re.DOTALL)
@@ -89,6 +98,40 @@ class LLMQuizzerConfig:
     observation_chars: int = 2000
     answer_types: tuple[str, ...] | None = None  # restrict the axis draws (None: all)
     difficulties: tuple[str, ...] | None = None
+    few_shot: int = 3  # worked examples from the template quizzer on this graph (0: a generic one)
+
+
+_LITERAL: Final = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+
+
+def _entities(evidence: list[dict[str, Any]]) -> frozenset[str]:
+    """The entities a candidate's evidence names: every scalar parameter value and every quoted
+    literal of its queries."""
+    out: set[str] = set()
+    for e in evidence:
+        for value in (e.get("params") or {}).values():
+            values = value if isinstance(value, list) else [value]
+            out.update(str(v) for v in values if isinstance(v, (str, int, float, bool)))
+        out.update(a or b for a, b in _LITERAL.findall(str(e.get("query", ""))))
+    return frozenset(out)
+
+
+def worked_examples(query_path: Any, schema: GraphSchema, k: int, *, seed: int = 0) -> list[QACandidate]:
+    """Up to ``k`` template-quizzer candidates on this graph to show the LLM Quizzer as worked
+    final turns: certified-style programs (their answers computed in Cypher, evidence marked),
+    one per answer type while the types last, from a seed of their own (so they are not the
+    template candidates of the same run)."""
+    if k <= 0:
+        return []
+    from components.quizzer.template import TemplateQuizzer
+
+    made = [c for c in TemplateQuizzer(query_path, schema, seed=seed + 104_729).generate(8 * k) if c.ok]
+    picked: list[QACandidate] = []
+    for c in made:  # one per answer type first, then whatever is left
+        if c.answer_type not in {p.answer_type for p in picked}:
+            picked.append(c)
+    picked += [c for c in made if c not in picked]
+    return picked[:k]
 
 
 @dataclass(frozen=True)
@@ -167,7 +210,8 @@ class LLMQuizzer:
         self.seed = seed
         self.limits = limits if limits is not None else SandboxLimits()
         self.config = config if config is not None else LLMQuizzerConfig()
-        self._system = system_prompt(schema, max_turns=self.config.max_turns)
+        self.examples = worked_examples(query_path, schema, self.config.few_shot, seed=seed)
+        self._system = system_prompt(schema, max_turns=self.config.max_turns, examples=self.examples)
 
     # -- setup ---------------------------------------------------------------------------
     def _episode(self, index: int) -> _Episode:
@@ -273,6 +317,9 @@ class LLMQuizzer:
             cell = ep.sandbox.run(turn.code or "")
             ep.cand.latency_s += time.perf_counter() - t0
             obs = cell.observation(self.config.preview_rows, self.config.observation_chars)
+            hints = self._direction_hints(t.query for t in cell.traced)
+            if hints:
+                obs = f"{obs}\n{hints}"
             record["cell"] = cell.to_json()
         else:
             obs = (
@@ -285,6 +332,36 @@ class LLMQuizzer:
             reason = ep.last_issue if ep.last_issue in ("empty_output", "no_code") else "loop_limit"
             ep.cand.fail(reason, f"no final turn in {self.config.max_turns} turns")
             ep.done = True
+
+    def _direction_hints(self, queries: Any) -> str:
+        """A note per relationship pattern whose direction the schema does not have, with the
+        direction it does have."""
+        notes = []
+        for query in queries:
+            for bad in direction_errors(query, self.schema):
+                notes.append(f"Note: {bad} is not in the schema (it returns nothing){self._reverse(bad)}.")
+        return "\n".join(dict.fromkeys(notes))
+
+    def _reverse(self, pattern: str) -> str:
+        m = re.fullmatch(r"\(:(\w*)\)-\[:(\w+)\]->\(:(\w*)\)", pattern)
+        if m and self.schema.has_triple(m.group(3), m.group(2), m.group(1)):
+            return f"; the schema has (:{m.group(3)})-[:{m.group(2)}]->(:{m.group(1)})"
+        return ""
+
+    def _copies(self, cand: QACandidate) -> QACandidate | None:
+        """The worked example this final turn repeats (same structure and same entities), if any."""
+        from components.rubric.evidence import s_pair
+
+        mine = [e.get("query", "") for e in cand.evidence]
+        entities = _entities(cand.evidence)
+        for ex in self.examples:
+            theirs = [e.get("query", "") for e in ex.evidence]
+            same_shape = len(mine) == len(theirs) and all(
+                s_pair(t, m, self.schema) >= 0.999 for t, m in zip(theirs, mine, strict=True)
+            )
+            if same_shape and entities == _entities(ex.evidence):
+                return ex
+        return None
 
     def _final(self, ep: _Episode, turn: ParsedTurn, record: dict[str, Any]) -> None:
         cand, answer_type = ep.cand, ep.cand.answer_type
@@ -328,6 +405,10 @@ class LLMQuizzer:
             return
         if not answers_agree(stated, printed, answer_type):
             cand.fail("answer_mismatch", f"printed {run.printed!r} but stated {cand.answer!r}")
+            return
+        copied = self._copies(cand)
+        if copied is not None:
+            cand.fail("copied_example", f"same query structure and entities as the worked example {copied.id}")
             return
         cand.answer_value, cand.answer = stated, format_answer(stated)
         cand.meta["answer_in_evidence"] = answer_in_rows(stated, answer_type, run.evidence)

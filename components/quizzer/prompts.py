@@ -20,6 +20,7 @@ minimally fixed final turn.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 from components.graph.schema import GraphSchema
@@ -32,6 +33,7 @@ __all__ = [
     "RETURN_TEXT",
     "information_message",
     "repair_message",
+    "example_text",
     "system_prompt",
     "task_message",
 ]
@@ -83,10 +85,12 @@ Protocol:
 - The final block starts from scratch: define everything it uses.
 - At most {max_turns} turns.
 
-Schema:
+Schema (property types in braces; relationships only in the direction shown):
 {schema}
 
-Example of a final turn (for a different graph):
+{examples}"""
+
+_GENERIC_EXAMPLE: Final = """Example of a final turn (for a different graph):
 ```python
 r = cypher("MATCH (p:Person {{id: $pid}})-[:LIVES_IN]->(c:City) RETURN c.name AS name", pid="p1")
 answer = r.rows[0][0]
@@ -110,9 +114,28 @@ Write a question about this node with:
 Use names, not ids, in the question. Start exploring with one ```python block."""
 
 
-def system_prompt(schema: GraphSchema, *, max_turns: int) -> str:
-    """Tool rules, protocol, the schema with directions, and one generic worked example."""
-    return _SYSTEM.format(schema=schema.to_text(counts=False), max_turns=max_turns)
+def example_text(examples: Sequence[Any]) -> str:
+    """Worked final turns on *this* graph (template-quizzer candidates: question, answer, the
+    final program that proves it), or one generic example when there are none."""
+    if not examples:
+        return _GENERIC_EXAMPLE.replace("{{", "{").replace("}}", "}")
+    blocks = ["Worked examples of final turns on this graph (write a NEW question, not one of these):"]
+    for i, ex in enumerate(examples, 1):
+        start = ex.start_node or {}
+        blocks.append(
+            f"Example {i} — start node (:{start.get('label')} {{id: {start.get('id')!r}}}) named "
+            f'"{start.get("name")}", answer type {ex.answer_type}:\n```python\n{ex.final_program.strip()}\n```\n'
+            f"<question>{ex.question}</question>\n<answer>{ex.answer}</answer>"
+        )
+    return "\n\n".join(blocks)
+
+
+def system_prompt(schema: GraphSchema, *, max_turns: int, examples: Sequence[Any] = ()) -> str:
+    """Tool rules, protocol, the schema with directions and property types, and worked examples
+    made on this graph (:func:`example_text`)."""
+    return _SYSTEM.format(schema=schema.to_text(counts=False), max_turns=max_turns, examples="{examples}").replace(
+        "{examples}", example_text(examples)
+    )
 
 
 def task_message(axes: Axes, start: dict[str, Any], pk: str, neighbourhood_text: str) -> str:

@@ -221,3 +221,33 @@ def test_the_loop_on_real_smollm2_records_and_is_deterministic(tmp_path) -> None
     assert a.ok or a.failure_reason in FAILURE_REASONS
     assert [t.get("model_text") for t in a.trace] == [t.get("model_text") for t in b.trace]
     assert (a.failure_reason, a.question, a.answer) == (b.failure_reason, b.question, b.answer)
+
+
+def test_worked_examples_come_from_this_graph_and_a_copy_of_one_is_not_counted(academic) -> None:
+    """The system prompt shows template-quizzer final turns made on *this* graph (distinct answer
+    types first); a final turn that repeats one of them — same query structure, same entities —
+    fails as ``copied_example``; the same structure about another node counts."""
+    qp, schema, _ = academic
+    quizzer = LLMQuizzer(qp, schema, ScriptedBackend([]), seed=0, limits=LIMITS, config=LLMQuizzerConfig(few_shot=3))
+    examples = quizzer.examples
+    assert len(examples) == 3 and len({e.answer_type for e in examples}) == 3 and all(e.ok for e in examples)
+    for ex in examples:
+        assert ex.question in quizzer._system and ex.final_program.strip() in quizzer._system
+        label = ex.start_node["label"]
+        found = qp.run(f"MATCH (n:{label} {{id: $id}}) RETURN count(n) AS c", {"id": ex.start_node["id"]})
+        assert list(found.rows) == [(1,)]  # a node of this graph
+    ex = examples[0]
+    copy = final_turn(ex.final_program.strip(), question=ex.question, answer=ex.answer)
+    (c,), _ = run(academic, lambda conv, t: copy, answer_types=(ex.answer_type,), few_shot=3, repair=False)
+    assert c.failure_reason == "copied_example" and ex.id in c.failure_detail
+    n = academic[2]  # a count over all authors is no example's shape (they start from a node) …
+    (own,), _ = run(academic, lambda conv, t: final_turn(COUNT, answer=str(n)), few_shot=3)
+    assert own.ok, (own.failure_reason, own.failure_detail)  # … so it counts
+
+
+def test_a_wrong_direction_is_explained_in_the_observation(academic) -> None:
+    wrong = "```python\nr = cypher('MATCH (p:Paper)-[:WROTE]->(a:Author) RETURN count(*) AS c')\nprint(r.rows)\n```"
+    (c,), _ = run(academic, lambda conv, t: [wrong, final_turn(COUNT, answer=str(academic[2]))][t])
+    obs = c.trace[0]["observation"]
+    assert "Note: (:Paper)-[:WROTE]->(:Author) is not in the schema" in obs
+    assert "the schema has (:Author)-[:WROTE]->(:Paper)" in obs
