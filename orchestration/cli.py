@@ -443,7 +443,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     import time
 
     from components.evaluation.agents import EvalConfig
-    from components.evaluation.questions import load_questions, split_questions
+    from components.evaluation.gold_cypher import load_question_file, resolve_gold
+    from components.evaluation.questions import split_questions
     from components.evaluation.report import main_table, write_report
     from components.evaluation.run import KINDS, SystemSpec, evaluate_systems, judge_dir
     from components.store import Catalog, data_root
@@ -460,8 +461,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if snap is None:
             raise CliError(f"no graph_snapshot for {args.domain!r}: materialize it first, or pass --db")
         db = snap.path
+    skipped: list[dict] = []
     if args.questions:
-        rows = load_questions(args.questions)
+        gold = resolve_gold(load_question_file(args.questions), str(db))
+        rows, skipped = gold.rows, gold.skipped
+        if not rows:
+            raise CliError(f"{args.questions}: no scorable question ({gold.summary()['skipped_by_reason']})")
     else:
         curr = catalog.latest("curriculum_splits", args.domain)
         if curr is None or not curr.path:
@@ -483,6 +488,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         config,
         judge_model_dir=judge_dir(config, root),
     )
+    report["questions_source"] = str(args.questions) if args.questions else "the test split"
+    report["questions_skipped"] = skipped
     out = Path(args.out) if args.out else root / "eval_reports" / args.domain / f"cli-{time.strftime('%Y%m%d-%H%M%S')}"
     paths = write_report(report, out, f"graphdojo evaluation — {args.domain} — {Path(args.checkpoint).name}")
     _emit(
@@ -490,6 +497,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             "ok": True,
             "domain": args.domain,
             "questions": len(report["order"]),
+            "questions_skipped": [{k: s.get(k) for k in ("id", "line", "reason")} for s in skipped],
             "report": paths["html"],
             "summary": main_table(report)[0],
         }
@@ -655,7 +663,11 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluate one checkpoint on a domain's test split or a question file")
     ev.add_argument("--checkpoint", required=True, help="a Hugging Face model folder")
     ev.add_argument("--domain", required=True, help="the domain whose graph (and test split) to use")
-    ev.add_argument("--questions", default=None, help="JSONL of question/answer (GRBench qid/question/answer/level)")
+    ev.add_argument(
+        "--questions",
+        default=None,
+        help="JSONL or CSV questions with gold answers or gold Cypher (question + answer | cypher; GRBench qid/level)",
+    )
     ev.add_argument("--db", default=None, help="graph location (default: the domain's latest snapshot)")
     ev.add_argument("--kind", default="python_cypher", help="python_cypher | graph_cot | graphrag")
     ev.add_argument("--samples", type=_COUNT, default=3, help="sampled answers per question (CIs over them)")

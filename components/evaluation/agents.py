@@ -60,6 +60,9 @@ class EvalConfig:
     few_shot: int = 2  # worked examples (training split) in the few-shot base model's prompt; 0: no such row
     #: the local LLM judge (the ``judge`` metric); off: no judge score in the report
     judge: bool = True
+    #: an external question file (JSONL / CSV, gold answers or gold Cypher:
+    #: components/evaluation/gold_cypher.py) evaluated instead of the test split
+    questions: str | None = None
     #: a system trained by a ``mechanics_only`` stage (the tiny random model: it proves the stage
     #: and the evaluation run, not that anything learns) answers only this many questions, once
     mechanics_questions: int = 8
@@ -91,9 +94,15 @@ class EvalConfig:
         return tuple(range(self.samples))
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any] | None) -> EvalConfig:
-        """A domain YAML's ``eval:`` section; unknown keys are an error."""
-        return cls(**checked_options(cls, raw, "eval"))
+    def from_dict(cls, raw: Mapping[str, Any] | None, base: Any = None) -> EvalConfig:
+        """A domain YAML's ``eval:`` section; unknown keys are an error; a relative ``questions``
+        path is resolved against ``base`` (the YAML's folder)."""
+        from pathlib import Path
+
+        raw = checked_options(cls, raw, "eval")
+        if raw.get("questions") and base is not None and not Path(raw["questions"]).is_absolute():
+            raw["questions"] = str((Path(base) / raw["questions"]).resolve())
+        return cls(**raw)
 
 
 def _record(system: str, seed: int, row: Mapping[str, Any], **kw: Any) -> EvalRecord:

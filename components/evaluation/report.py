@@ -113,12 +113,28 @@ def _breakdown_rows(report: Mapping[str, Any], field: str) -> list[dict[str, str
     return rows
 
 
+def skipped_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The questions of an external file that were not scorable, each with its reason."""
+    return [
+        {
+            "id": str(s.get("id")),
+            "line": str(s.get("line")),
+            "reason": str(s.get("reason")),
+            "detail": str(s.get("detail") or "")[:200],
+            "question": str(s.get("question"))[:120],
+        }
+        for s in report.get("questions_skipped") or []
+    ]
+
+
 def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, str] | None = None) -> str:
     parts = [
         f"# {title}",
         "",
-        f"- Questions: {len(report['order'])} (order fixed: {', '.join(report['order'][:12])}"
+        f"- Questions: {len(report['order'])} from {report.get('questions_source') or 'the test split'} "
+        f"(order fixed: {', '.join(report['order'][:12])}"
         f"{' …' if len(report['order']) > 12 else ''}); seeds {report['seeds']}",
+        f"- Questions skipped: {len(report.get('questions_skipped') or [])} (listed below with their reasons)",
         f"- Decoding: {json.dumps(report['decoding'])}",
         f"- Judge model: `{report['judge_model']}` (yes/no correctness prompt)",
         f"- Normalisation: {report['normalisation']}",
@@ -141,6 +157,10 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
         "## By question type",
         "",
         md_table(_breakdown_rows(report, "by_type")) or "(none)",
+        "",
+        "## Questions skipped",
+        "",
+        md_table(skipped_table(report)) or "(none)",
         "",
     ]
     for name, path in (plots or {}).items():
@@ -245,6 +265,7 @@ def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[st
         ("Paired differences", paired_table(report)),
         ("By difficulty level", _breakdown_rows(report, "by_level")),
         ("By question type", _breakdown_rows(report, "by_type")),
+        ("Questions skipped", skipped_table(report)),
     ]
     (folder / "report.html").write_text(html_page(md, plots, title, tables))
     return {

@@ -203,9 +203,16 @@ class EvalPlan:
 
     def params(self) -> dict[str, Any]:
         from components.llm.registry import model_identity
+        from components.store.fingerprint import hash_path
 
         judge = model_identity(self.evaluate.judge_model) if self.evaluate.judge else None
-        return {"config": vars(self.evaluate), "train": self.train.resolved(), "judge_identity": judge}
+        qfile = self.evaluate.questions
+        return {
+            "config": vars(self.evaluate),
+            "train": self.train.resolved(),
+            "judge_identity": judge,
+            "questions_hash": hash_path(qfile) if qfile and Path(qfile).is_file() else None,
+        }
 
 
 def judge_dir(config: EvalConfig, data_root: Path) -> str:
@@ -310,6 +317,8 @@ def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir:
         "files": relative_files(files, out_dir),
         "systems": main_table(report),
         "questions": len(report["order"]),
+        "questions_source": report.get("questions_source"),
+        "questions_skipped": len(report.get("questions_skipped") or []),
         "seeds": list(report["seeds"]),
         "judge_model": report["judge_model"],
     }
@@ -329,14 +338,27 @@ def _worked_examples(inputs: Mapping[str, Artifact], config: EvalConfig) -> str 
         return worked_examples(rows, make_env)
 
 
+def evaluation_rows(config: EvalConfig, inputs: Mapping[str, Artifact]) -> tuple[list[dict[str, Any]], list[dict]]:
+    """``(rows, skipped)``: the external question file's rows (gold Cypher resolved on the
+    snapshot; failed, empty or unscorable queries skipped and listed) when ``eval.questions`` is
+    set, else the test split of the curriculum (nothing skipped)."""
+    if config.questions:
+        from components.evaluation.gold_cypher import load_question_file, resolve_gold
+
+        gold = resolve_gold(load_question_file(config.questions), str(inputs["snapshot"].path))
+        return gold.rows, gold.skipped
+    from components.evaluation.questions import split_questions
+
+    return split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path)), []
+
+
 def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: Path, ctx: BuildContext) -> Artifact:
     """The ``eval_reports`` layer: :func:`evaluate_systems` of :func:`eval_systems` on the test
     split of the ``curriculum`` input, on the ``snapshot`` graph; writes the report files."""
-    from components.evaluation.questions import split_questions
     from components.evaluation.report import write_report
     from components.training.checkpoint import base_model_dir
 
-    rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path))
+    rows, skipped = evaluation_rows(plan.evaluate, inputs)
     few_shot = _worked_examples(inputs, plan.evaluate) if plan.evaluate.few_shot else None
     systems = eval_systems(
         inputs,
@@ -354,6 +376,8 @@ def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: 
         progress=lambda name, s: ctx.log(f"{name}: {s:.1f} s"),
         pairs=PAIRS,
     )
+    report["questions_source"] = plan.evaluate.questions or "the test split"
+    report["questions_skipped"] = skipped
     files = write_report(report, out_dir, f"graphdojo evaluation — {ctx.domain}")
     return EVAL_REPORTS.artifact(
         inputs,

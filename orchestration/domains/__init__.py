@@ -123,12 +123,14 @@ def _load(path: Path) -> DomainConfig:
     quiz = _section(path, "quiz", QuizConfig.from_dict, raw)
     certify = _section(path, "certify", lambda r: CertifyConfig.from_dict(r, base=path.parent), raw)
     train = _section(path, "train", TrainConfig.from_dict, raw)
-    evaluate = _section(path, "eval", EvalConfig.from_dict, raw)
+    evaluate = _section(path, "eval", lambda r: EvalConfig.from_dict(r, base=path.parent), raw)
     ablations = _section(path, "ablations", ablations_from, raw)
     grit = _section(path, "grit", GritConfig.from_dict, raw)
     curriculum = _section(path, "curriculum", SplitConfig.from_dict, raw)
     if certify.eval_questions and not Path(certify.eval_questions).is_file():
         raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
+    if evaluate.questions and not Path(evaluate.questions).is_file():
+        raise DomainConfigError(f"{path}: eval.questions: no such file {evaluate.questions}")
     return DomainConfig(
         name=name,
         quiz=quiz,
