@@ -53,6 +53,9 @@ class QuizConfig:
     llm_n: int = 2
     seed: int = 0
     model: str | None = None
+    #: rewrite every template question into fluent English with ``model`` (checked; see
+    #: components/quizzer/paraphrase.py)
+    paraphrase: bool = False
     backend: str = "transformers"
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     llm: Mapping[str, Any] = field(default_factory=dict)
@@ -84,7 +87,7 @@ def model_identity(config: QuizConfig) -> dict[str, Any]:
     and SHA-256, a local folder's config and weight files, an endpoint's URL and model id."""
     from components.llm.registry import model_identity as identity
 
-    if config.llm_n <= 0:
+    if config.llm_n <= 0 and not config.paraphrase:
         return {}
     opts = config.backend_kwargs()
     if config.backend == "openai":
@@ -101,6 +104,7 @@ def _params(config: QuizConfig) -> dict[str, Any]:
 class QuizRun:
     candidates: list[QACandidate]
     wall_s: dict[str, float]  # per quizzer kind, model and tool time included
+    paraphrase: dict[str, Any] = field(default_factory=dict)  # the paraphrase step's counts
 
 
 def run_quiz(
@@ -128,21 +132,29 @@ def run_quiz(
             quizzer = TemplateQuizzer(path, schema, seed=config.seed)
             out += quizzer.generate(config.template_n, _bind(progress, "template"))
             wall["template"] = time.perf_counter() - t0
-        if config.llm_n > 0:
+        paraphrased: dict[str, Any] = {}
+        if config.llm_n > 0 or config.paraphrase:
             from components.llm import make_backend
 
             llm = make_backend(config.backend, **config.backend_kwargs())
             try:
-                t0 = time.perf_counter()
-                lq = LLMQuizzer(path, schema, llm, seed=config.seed, config=config.llm_config())
-                out += lq.generate(config.llm_n, _bind(progress, "llm"))
-                wall["llm"] = time.perf_counter() - t0
+                if config.paraphrase:
+                    from components.quizzer.paraphrase import paraphrase_candidates
+
+                    t0 = time.perf_counter()
+                    paraphrased = paraphrase_candidates([c for c in out if c.quizzer == "template"], llm)
+                    wall["paraphrase"] = time.perf_counter() - t0
+                if config.llm_n > 0:
+                    t0 = time.perf_counter()
+                    lq = LLMQuizzer(path, schema, llm, seed=config.seed, config=config.llm_config())
+                    out += lq.generate(config.llm_n, _bind(progress, "llm"))
+                    wall["llm"] = time.perf_counter() - t0
             finally:
                 llm.close()
         fingerprint = snapshot_fingerprint or backend.fingerprint()
         for cand in out:
             cand.meta["snapshot_fingerprint"] = fingerprint
-        return QuizRun(out, wall)
+        return QuizRun(out, wall, paraphrased)
     finally:
         backend.close()
 
@@ -202,6 +214,8 @@ def build_qa_candidates(
         bars.close()
     path = write_candidates(run.candidates, out_dir / "candidates.parquet")
     summary = summarize(run.candidates, run.wall_s)
+    if config.paraphrase:
+        summary["paraphrase"] = run.paraphrase
     return QA_CANDIDATES.artifact(
         inputs, config, ctx, path=path, summary=summary, counts={"candidates": summary["total"], "ok": summary["ok"]}
     )
