@@ -358,6 +358,16 @@ def _cmd_quiz(args: argparse.Namespace) -> int:
 
 
 # -- pipeline ------------------------------------------------------------------------------
+def _profile_file(name: str) -> Path:
+    """The domain file of a ``demo --profile`` (``orchestration/domains/profiles/<name>.yaml``)."""
+    folder = Path(__file__).resolve().parent / "domains" / "profiles"
+    path = folder / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml"))) or "none"
+        raise CliError(f"unknown profile {name!r}; known: {known}")
+    return path
+
+
 def _use_domain_file(path: str | None) -> None:
     """``--domain-file``: load that domain YAML besides the configured ones and make its domain
     the default of this command (``GRAPHDOJO_DOMAIN_FILES`` / ``GRAPHDOJO_DOMAIN``)."""
@@ -398,6 +408,10 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
     dagster_home(root)
     if getattr(args, "preset", None):
         os.environ["GRAPHDOJO_PRESET"] = args.preset
+    if getattr(args, "profile", None):
+        if args.domain_file:
+            raise CliError("--profile and --domain-file both name a domain file: give one")
+        args.domain_file = str(_profile_file(args.profile))
     _use_domain_file(args.domain_file)
     import dagster as dg
 
@@ -656,6 +670,12 @@ def _parser() -> argparse.ArgumentParser:
         "--preset",
         default=None,
         help="train every domain with this preset (GRAPHDOJO_PRESET): cpu-tiny, cpu-demo (the real SmolLM2) or gpu",
+    )
+    demo.add_argument(
+        "--profile",
+        default=None,
+        help="a packaged domain profile instead of the default domain, e.g. real: the LLM Quizzer and the judge "
+        "with Qwen2.5-Coder (orchestration/domains/profiles/)",
     )
     _run_options(demo)
     demo.set_defaults(func=_cmd_materialize, asset=[])

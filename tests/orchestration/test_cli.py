@@ -384,3 +384,17 @@ def test_bad_inputs_are_one_json_line_each(academic_db: Path, tmp_path: Path, ca
     code, out, _ = _run(capsys, "rubric", "score", "--gold", str(gold), "--pred", str(pred))
     assert code == 1 and any("duplicate id" in (o.get("message") or "") for o in out)
     assert sum(o["ok"] for o in out) == 1
+
+
+def test_demo_profiles_are_packaged_domain_files(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestration.cli import _profile_file
+    from orchestration.domains import load_domain_file
+
+    real = load_domain_file(_profile_file("real"))
+    assert real.name == "academic_real" and real.quiz.model == "qwen2.5-coder-0.5b" and real.quiz.llm_n >= 40
+    assert Path(real.certify.eval_questions).is_file()  # relative paths resolve inside the package
+    monkeypatch.setenv("GRAPHDOJO_DATA", str(tmp_path))
+    code, out, err = _run(capsys, "demo", "--profile", "nope")
+    assert code == 1 and "unknown profile 'nope'; known: real" in err
+    code, out, err = _run(capsys, "demo", "--profile", "real", "--domain-file", str(_profile_file("real")))
+    assert code == 1 and "give one" in err
