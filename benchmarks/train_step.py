@@ -1,15 +1,19 @@
-"""GRPO step time: multi-turn over a real tool environment vs. TRL's plain single-turn GRPO,
-same model, same token budget, same run.
+"""GRPO step time: multi-turn over a real tool environment vs. TRL's plain single-turn GRPO with
+the same model tokens and the same total sequence length, same run.
 
 Both runs train the same model on the same questions with the ``graphdancer`` reward:
 
-* **single-turn** — TRL's own generation, ``max_completion_length = turns × tokens_per_turn``;
-* **multi-turn** — :class:`~components.training.grpo.MultiTurn` over the Graph-CoT environment on
-  the demo academic graph: up to ``turns`` model turns of ``tokens_per_turn`` tokens, tool calls
-  executed for real, environment tokens masked (they still lengthen the sequences the model reads).
+* **multi-turn** (first) — :class:`~components.training.grpo.MultiTurn` over the Graph-CoT
+  environment on the demo academic graph: up to ``turns`` model turns of ``tokens_per_turn``
+  tokens, tool calls executed for real, environment tokens masked out of the loss;
+* **single-turn** (the baseline) — TRL's own generation of the same number of model tokens per
+  completion (``max_completion_length`` = the multi-turn run's mean model tokens, no stop), with
+  the environment's share of the sequence put in the prompt instead: each question is followed by
+  as many tokens of a real Graph-CoT observation as the multi-turn episodes' environment inserted
+  on average — so both runs read sequences of the same total length.
 
-It prints the mean seconds per optimizer step (TRL's ``train_runtime`` / steps) of each and the
-ratio multi / single. Target: ≤ 1.3×. The default model is a random tiny one (seconds);
+It prints the mean seconds per optimizer step (TRL's ``train_runtime`` / steps) of each, the
+tokens that made them, and the ratio multi / single. Target: ≤ 1.3×. The default model is a random tiny one (seconds);
 ``--model DIR`` takes any local Hugging Face folder (e.g. the converted SmolLM2 under
 ``data/models``).
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +43,8 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--vllm", action="store_true", help="generate with a colocated vLLM engine (GPU only)")
     args = p.parse_args()
+
+    from transformers import AutoTokenizer
 
     from components.graph.ladybug import LadybugBackend
     from components.graph.load import load_graph
@@ -68,16 +75,9 @@ def main() -> None:
             batch_size=args.batch,
             num_generations=args.generations,
             learning_rate=1e-5,
-            max_completion_length=budget,
+            max_completion_length=budget * 8,
             threads=args.threads,
             use_vllm=args.vllm,
-        )
-        single = run_grpo(
-            model,
-            rows,
-            [graphdancer_reward],
-            Path(tmp) / "single",
-            GRPORunConfig(**{**cfg.__dict__, "max_completion_length": budget}),
         )
         with LadybugBackend(Path(tmp) / "db") as backend:
             api = GraphCoT(backend, index=NodeIndex.open(backend, shared_embedder(threads=1), progress=False))
@@ -85,14 +85,21 @@ def main() -> None:
                 lambda: GraphCoTEnvironment(api, max_rounds=max(1, args.turns - 1)),
                 RolloutConfig(max_turns=args.turns, max_new_tokens=args.tokens_per_turn),
             )
-            multi = run_grpo(
-                model,
-                rows,
-                [graphdancer_reward],
-                Path(tmp) / "multi",
-                GRPORunConfig(**{**cfg.__dict__, "max_completion_length": budget * 8}),
-                multi_turn=mt,
-            )
+            multi = run_grpo(model, rows, [graphdancer_reward], Path(tmp) / "multi", cfg, multi_turn=mt)
+            observation = api.neighbor_check(api.retrieve_node("paper").node_ids[0], "Author").observation
+        model_tokens = sum(h["model_tokens"] for h in multi.rollouts) / max(1, len(multi.rollouts))
+        env_tokens = sum(h["env_tokens"] for h in multi.rollouts) / max(1, len(multi.rollouts))
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        pad = tokenizer(observation * 20, add_special_tokens=False)["input_ids"][: max(0, round(env_tokens))]
+        context = tokenizer.decode(pad)
+        single_rows = [{**r, "prompt": f"{r['prompt']}\n\n<information>{context}</information>"} for r in rows]
+        single = run_grpo(
+            model,
+            single_rows,
+            [graphdancer_reward],
+            Path(tmp) / "single",
+            replace(cfg, max_completion_length=max(1, round(model_tokens))),
+        )
 
     def per_step(result) -> tuple[float, float]:
         runtime = next(h["train_runtime"] for h in result.log if "train_runtime" in h)
@@ -101,8 +108,9 @@ def main() -> None:
 
     (s_step, s_len), (m_step, m_len) = per_step(single), per_step(multi)
     print(
-        f"model: {model}; {args.steps} steps x {args.batch} completions; budget {budget} model tokens "
-        f"({args.turns} turns x {args.tokens_per_turn})"
+        f"model: {model}; {args.steps} steps x {args.batch} completions; multi-turn: {args.turns} turns x "
+        f"{args.tokens_per_turn} tokens, {model_tokens:.1f} model + {env_tokens:.1f} environment tokens per "
+        f"completion; single-turn: {round(model_tokens)} model tokens after {len(pad)} context tokens"
     )
     print(f"{'':<14}{'s/step':>10}{'model tokens/completion':>26}")
     print(f"{'single-turn':<14}{s_step:>10.2f}{s_len:>26.1f}")

@@ -15,32 +15,23 @@ certifier's snapshot fingerprint turns the change into ``snapshot_drift`` per ca
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from components.graph.errors import DamagedDatabaseError
+from components.store.fingerprint import sha256_file
 
 __all__ = ["MANIFEST", "MANIFEST_VERSION", "verify_database", "write_manifest"]
 
 MANIFEST: Final = "import.json"
 MANIFEST_VERSION: Final = 1
-_CHUNK: Final = 1 << 20
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _entry(path: Path) -> dict[str, Any]:
     st = path.stat()
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": _sha256(path)}
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256_file(path)}
 
 
 def write_manifest(folder: Path, db_file: str, stats: Mapping[str, Any]) -> None:
@@ -78,5 +69,5 @@ def verify_database(folder: Path, db_file: str) -> None:
         raise _damaged(folder, f"{db_file} is {size} bytes, its import wrote {want.get('size')}")
     if path.stat().st_mtime_ns == want.get("mtime_ns"):
         return
-    if _sha256(path) != want.get("sha256"):
+    if sha256_file(path) != want.get("sha256"):
         raise _damaged(folder, f"{db_file} is not the file its import wrote (changed or replaced)")

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from components.llm.base import LLMError
+from components.store.fingerprint import sha256_file
 
 __all__ = [
     "MODEL_NAMES",
@@ -170,14 +171,6 @@ def _check_data_only(model: RegisteredModel, part: ModelPart, dist: importlib.me
         raise LLMError(f"model {model.name}: {part.requirement} declares entry points; a data wheel has none")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def verified_parts(model: RegisteredModel) -> list[Path]:
     """Every part's data file, each checked (version, data only, size, SHA-256); the first
     mismatch is an :class:`LLMError` naming the distribution."""
@@ -190,7 +183,7 @@ def verified_parts(model: RegisteredModel) -> list[Path]:
                 f"model {model.name}: {part.requirement} carries {size} bytes in {part.file}, {part.size} "
                 f"expected — reinstall it ({install_command(model.name)})"
             )
-        digest = _sha256(path)
+        digest = sha256_file(path, _CHUNK)
         if digest != part.sha256:
             raise LLMError(
                 f"model {model.name}: SHA-256 of {part.file} in {part.requirement} is {digest}, "

@@ -32,6 +32,15 @@ def chain_fingerprint(parents: Iterable[str], version: str, params: Mapping[str,
     return hashlib.blake2b(payload.encode(), digest_size=16).hexdigest()
 
 
+def sha256_file(path: str | Path, chunk: int = 8 << 20) -> str:
+    """The SHA-256 of one file's bytes (hex), read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
 def hash_path(path: str | Path) -> str:
     """Content hash of a file, or of every file under a folder (relative names included)."""
     root = Path(path)

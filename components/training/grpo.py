@@ -143,9 +143,12 @@ class _BF16Sampler:
 
 def rollout_summary(stats: Sequence[Any]) -> dict[str, float]:
     """One generation step's rates over its trajectories: tool-call rate (≥ 1 valid call), valid
-    calls per trajectory, valid format, answered, loop-limit halts, mean rounds."""
+    calls per trajectory, valid format, answered, loop-limit halts, mean rounds, and the mean
+    model / environment tokens per trajectory."""
     n = max(1, len(stats))
     return {
+        "model_tokens": sum(s.model_tokens for s in stats) / n,
+        "env_tokens": sum(s.env_tokens for s in stats) / n,
         "tool_call_rate": sum(s.valid_calls > 0 for s in stats) / n,
         "valid_calls": sum(s.valid_calls for s in stats) / n,
         "valid_format": sum(bool(s.valid_format) for s in stats) / n,
