@@ -11,17 +11,22 @@ Schema of a file::
       options: {...}          # importer options (seed, scale, ...) or Neo4j user/database
     quiz:                     # optional: QuizConfig (components/quizzer/run.py)
       template_n: 60          # template-quizzer candidates
-      llm_n: 2                # LLM-quizzer candidates (SmolLM2 on CPU by default)
+      llm_n: 2                # LLM-quizzer candidates
       seed: 0
+      model: qwen2.5-coder-0.5b   # the Quizzer's model: a name (docs/generation.md) or a folder; default smollm2-135m
+      paraphrase: false       # true: rewrite template questions into fluent English (checked)
       backend: transformers   # or openai / vllm, with backend_options
       llm: {max_turns: 2, max_new_tokens: 192}
     certify:                  # optional: CertifyConfig (components/certify/dataset.py)
       judge: off              # on: the two-stage judge admits only what it accepts
+      judge_model: null       # the judge's model: a name or a folder (default: smollm2-135m)
       eval_questions: eval/academic.jsonl   # leakage filter's evaluation set (JSONL)
       bands: {admitted_rate: [0.5, 1.0]}    # WARN checks on the funnel rates
       fault_sample: 12        # certified items per fault type in the accuracy report
     train:                    # optional: TrainConfig (components/training/checkpoint.py)
-      preset: cpu-demo        # cpu-tiny | cpu-demo | gpu (with model_dir)
+      preset: cpu-demo        # cpu-tiny | cpu-demo | cpu-learn | gpu (with base_model)
+      base_model: null        # the Solver's base model on cpu-demo / cpu-learn / gpu (default smollm2-135m)
+      precision: auto         # auto (bf16 where native) | float32 | bfloat16
       budgets: {rl_steps: 4}  # any other budget of the preset (checked against PRESETS' keys)
       vllm_mode: server       # gpu only: colocate (default) | server, with vllm_server_url
     eval:                     # optional: EvalConfig (components/evaluation/agents.py)
@@ -30,7 +35,12 @@ Schema of a file::
       max_questions: 12       # of the test split, in its stored order
       max_turns: 3
       max_new_tokens: 96
+      judge: true             # false: no LLM-judge score
       judge_model: null       # the LLM judge: a model name or folder (default: smollm2-135m)
+      questions: null         # an external question file (gold answers or gold Cypher) instead of the test split
+      systems: null           # run only these systems (report names); the others are listed as not evaluated
+      mechanics_questions: 8  # questions (one sample) for a system trained on the tiny model
+      precision: auto
       grit_per_split: 6       # GRIT-style items per split in grit/eval_report (default domain)
     ablations:                # optional: GraphCert GRPO variants whose rows join eval_reports
       - {name: strict-only, data: strict, budget: matched}   # data: strict | strict_partial | uncertified
