@@ -123,7 +123,7 @@ PRESETS: Final = {
         "grain_learning_rate": 5e-5,
         "grain_new_tokens": 256,
     },
-    "cpu-learn": {  # ≈ 80 min on 2 cores (bf16); GRPO accumulates 16 completions in micro-batches of 2
+    "cpu-learn": {  # ≈ 90 min of training on 2 cores (bf16); a GRPO step of 16 completions ≈ 2.3 min
         "max_steps": 64,
         "learning_rate": 1e-4,
         "batch_size": 2,
@@ -131,9 +131,9 @@ PRESETS: Final = {
         "pair_questions": 24,
         "pair_new_tokens": 192,
         "pair_samples": 8,
-        "rl_steps": 40,
-        "dancer_steps": 8,
-        "rl_questions": 80,
+        "rl_steps": 24,
+        "dancer_steps": 4,
+        "rl_questions": 48,
         "rl_generations": 8,
         "rl_batch": 16,  # 2 questions × 8 rollouts per step: small-batch decoding is weight-bound, 16 cost ~8
         "rl_new_tokens": 192,
@@ -143,7 +143,7 @@ PRESETS: Final = {
         "rl_probe": 16,  # at least; the probe plays every question the stage will use (rl_steps × 2)
         "rl_probe_samples": 4,
         "rl_val_questions": 32,
-        "rl_val_every": 10,
+        "rl_val_every": 6,
         "dpo_steps": 12,
         "dpo_learning_rate": 1e-6,
         "dpo_batch": 4,  # pairs per DPO step
@@ -562,4 +562,24 @@ def build_checkpoints(
     )
 
 
-CHECKPOINTS: Final = Layer("checkpoints", build_checkpoints, TrainConfig.resolved)
+#: what the warm start depends on: changing an RL, DPO or GRAIN budget does not retrain it
+WARM_START_KEYS: Final = (
+    "preset",
+    "base_model",
+    "model_dir",
+    "base_model_identity",
+    "max_steps",
+    "learning_rate",
+    "batch_size",
+    "max_examples",
+    "seed",
+    "precision",
+)
+
+
+def warm_start_params(config: TrainConfig) -> dict[str, Any]:
+    """The warm start's part of the resolved config (its fingerprint's config)."""
+    return {k: v for k, v in config.resolved().items() if k in WARM_START_KEYS}
+
+
+CHECKPOINTS: Final = Layer("checkpoints", build_checkpoints, warm_start_params)

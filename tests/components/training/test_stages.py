@@ -141,3 +141,24 @@ def test_grain_rows_survive_the_arrow_dataset() -> None:
         answer_type=[r["answer_type"] for r in rows],
     )
     assert rewards == [pytest.approx(1.0)] * len(items)
+
+
+def test_an_rl_budget_does_not_change_the_warm_start_fingerprint() -> None:
+    from components.store.artifact import Artifact
+    from components.training.checkpoint import CHECKPOINTS, TrainConfig
+
+    inputs = {
+        name: Artifact(layer, "lab", f"fp-{name}", None)
+        for name, layer in (
+            ("certified", "certified_dataset"),
+            ("curriculum", "curriculum_splits"),
+            ("snapshot", "graph_snapshot"),
+        )
+    }
+    base = CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo"))
+    assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", budgets={"rl_steps": 7})) == base
+    assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", budgets={"dpo_steps": 3})) == base
+    assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", max_steps=3)) != base
+    assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", precision="float32")) != base or (
+        TrainConfig(preset="cpu-demo").resolved()["precision"] == "float32"
+    )
