@@ -2,7 +2,9 @@
 candidates on the generated academic graph, certified, the two-stage judge on every candidate that
 passes the program checks.
 
-Per quizzer (LLM, template) it prints: episodes, valid final programs, strict / partial / hard
+The template questions are rewritten into fluent English by the same model first (checked; the
+accepted / rejected counts and a few examples are printed; ``--no-paraphrase`` skips it). Per
+quizzer (LLM, template) it prints: episodes, valid final programs, strict / partial / hard
 failure (by reason) / judge accept, reject, uncertain / admitted — each rate with a 95 % Wilson
 interval — the judge's agreement with the certifier (accept rate on strict vs partial items), the
 LLM's tokens per second and the wall time of each stage; then the paper's funnel for comparison
@@ -76,6 +78,7 @@ def main() -> None:
     p.add_argument("--max-new-tokens", type=int, default=320)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--no-paraphrase", action="store_true", help="keep the template questions as generated")
     args = p.parse_args()
 
     import torch
@@ -96,6 +99,7 @@ def main() -> None:
         model=args.model,
         backend_options={"threads": args.threads},
         llm={"max_turns": args.max_turns, "max_new_tokens": args.max_new_tokens},
+        paraphrase=not args.no_paraphrase,
     )
     run = run_quiz(str(db), quiz)
     quiz_summary = summarize(run.candidates, run.wall_s)
@@ -109,6 +113,13 @@ def main() -> None:
     print(f"## GraphCert funnel — academic ({args.scale} nodes), Quizzer {args.model}, judge {judge_model}\n")
     for label, kind in (("LLM Quizzer", "llm"), ("Template Quizzer", "template")):
         print("\n".join(table([r for r in rows if r["quizzer"] == kind], label)), "\n")
+    if run.paraphrase:
+        para = run.paraphrase
+        print(
+            f"natural questions: {para['accepted']} of {para['asked']} template questions rewritten; rejected {para['rejected']}"
+        )
+        for c in [c for c in run.candidates if (c.meta.get("paraphrase") or {}).get("status") == "accepted"][:3]:
+            print(f"  {c.meta['template_question']}\n    → {c.question}")
     tps = quiz_summary.get("llm_tokens_per_s")
     print(f"LLM Quizzer: {quiz_summary['llm_completion_tokens']} tokens, {tps} tokens/s (tool time included)")
     walls = {
@@ -128,7 +139,7 @@ def main() -> None:
             "quizzer_failures": dict(Counter(r["failure_reason"] for r in part if r.get("failure_reason"))),
         }
     print(json.dumps({"model": args.model, "judge_model": judge_model, "wall_s": walls, "total_s": round(total, 1),
-                      "llm_tokens_per_s": tps, "by_quizzer": by_kind}))  # fmt: skip
+                      "llm_tokens_per_s": tps, "paraphrase": run.paraphrase, "by_quizzer": by_kind}))  # fmt: skip
 
 
 if __name__ == "__main__":
