@@ -115,9 +115,7 @@ def main() -> None:
         print("\n".join(table([r for r in rows if r["quizzer"] == kind], label)), "\n")
     if run.paraphrase:
         para = run.paraphrase
-        print(
-            f"natural questions: {para['accepted']} of {para['asked']} template questions rewritten; rejected {para['rejected']}"
-        )
+        print(f"natural questions: {para['accepted']} of {para['asked']} rewritten; rejected {para['rejected']}")
         for c in [c for c in run.candidates if (c.meta.get("paraphrase") or {}).get("status") == "accepted"][:3]:
             print(f"  {c.meta['template_question']}\n    → {c.question}")
     tps = quiz_summary.get("llm_tokens_per_s")
