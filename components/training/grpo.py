@@ -88,7 +88,7 @@ def policy_backend(trainer: Any) -> Any:
     """The token-level backend that samples from the policy being trained: TRL's colocated vLLM
     engine when the run uses vLLM (TRL syncs the policy's weights into it before each rollout),
     else the policy through transformers — in bf16 mixed-precision runs through a bfloat16 copy
-    of the policy whose weights are synced from it at every call (:class:`_BF16Sampler`: on CPU,
+    of the policy whose weights are synced from it at every call (:class:`BF16Sampler`: on CPU,
     bf16 decoding measured 1.5× faster than float32, and autocast over the float32 weights
     slower than float32)."""
     vllm_generation = getattr(trainer, "vllm_generation", None)
@@ -104,12 +104,12 @@ def policy_backend(trainer: Any) -> Any:
         return TransformersBackend.wrap(model, trainer.processing_class)
     sampler = getattr(trainer, "_graphdojo_sampler", None)
     if sampler is None or sampler.policy is not model:
-        sampler = _BF16Sampler(model, trainer.processing_class)
+        sampler = BF16Sampler(model, trainer.processing_class)
         trainer._graphdojo_sampler = sampler
     return sampler.synced()
 
 
-class _BF16Sampler:
+class BF16Sampler:
     """A bfloat16 copy of a float32 policy for sampling, with one backend (and so one prefix
     cache) across calls; :meth:`synced` copies the policy's current weights in when they changed
     (an optimizer step), which also clears the cache (the engine sees new weight versions)."""
