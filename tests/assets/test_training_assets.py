@@ -158,7 +158,7 @@ def test_train_config_validation() -> None:
     assert TrainConfig.from_dict({"preset": "cpu-tiny", "max_steps": 3}).resolved()["max_steps"] == 3
     with pytest.raises(ValueError, match="preset"):
         TrainConfig.from_dict({"preset": "tpu"})
-    with pytest.raises(ValueError, match="model_dir"):
+    with pytest.raises(ValueError, match="base_model"):
         TrainConfig.from_dict({"preset": "gpu"})
     with pytest.raises(ValueError, match="unknown train options"):
         TrainConfig.from_dict({"epochs": 3})
