@@ -211,6 +211,9 @@ class TrainConfig:
     #: stages that train the tiny random model (``cpu-tiny``, from its own base, not from this
     #: preset's warm start) so the pipeline stays short: their report rows say "mechanics only"
     mechanics_only: tuple[str, ...] = ()
+    #: GraphDancer stage 1: ``grpo`` (None: the default) or ``ppo`` — PPO with a critic
+    #: (components/training/ppo.py: a value head, token-level GAE, clipped policy and value losses)
+    dancer_stage1: str | None = None
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
@@ -230,6 +233,8 @@ class TrainConfig:
             raise ValueError("the gpu preset needs base_model (a model name or a local Hugging Face folder)")
         if self.preset == "cpu-tiny" and self.base_model:
             raise ValueError("cpu-tiny trains the tiny random model; base_model needs cpu-demo, cpu-learn or gpu")
+        if self.dancer_stage1 not in (None, "grpo", "ppo"):
+            raise ValueError(f"dancer_stage1 must be grpo or ppo, got {self.dancer_stage1!r}")
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ValueError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if (self.vllm_mode or self.vllm_server_url) and self.preset != "gpu":

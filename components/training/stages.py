@@ -5,8 +5,9 @@ model card, ``training_log.json`` and per-step curves (loss, reward, KL, tool-ca
 * :func:`graphcert_grpo` — **GraphCert**: multi-turn GRPO from the warm-start checkpoint in the
   Python + Cypher sandbox with the ``graphcert`` reward (answer F1 + 0.1·(1 − a)·S_evidence of the
   marked queries against the certified evidence); environment tokens masked.
-* :func:`graphdancer_rl` — **GraphDancer stage 1**: TRL 1.16 has no PPO trainer, so stage 1 is
-  GRPO (group-normalised advantages instead of a critic) with the ``graphdancer`` reward; the
+* :func:`graphdancer_rl` — **GraphDancer stage 1** with the ``graphdancer`` reward: GRPO
+  (group-normalised advantages; the default — TRL 1.16 has no PPO trainer) or, with
+  ``train.dancer_stage1: ppo``, PPO with a critic (:mod:`components.training.ppo`); the
   prompts follow the curriculum sampler ``p(t, k)``: step t's questions are drawn by level from
   the training split (:func:`curriculum_order`) and fed in that order (no shuffling).
 * :func:`graphdancer_dpo` — **GraphDancer stage 2**: masked DPO from the stage-1 checkpoint
@@ -69,10 +70,12 @@ __all__ = [
 METHODS: Final = {
     "graphcert-grpo": "GraphCert: multi-turn GRPO (TRL 1.16 `GRPOTrainer`, `rollout_func`) in the Python + Cypher "
     "sandbox with the graphcert reward R = a + 0.1·(1 − a)·e; environment tokens masked.",
-    "graphdancer-rl": "GraphDancer stage 1: GRPO with the graphdancer reward — TRL 1.16 has no PPO trainer, so the "
-    "source's PPO (critic, value clip) is replaced by group-normalised advantages — over prompts "
-    "drawn by the easy-to-hard curriculum sampler p(t, k); Python + Cypher environment (the "
-    "source uses the Graph-CoT function API; this checkpoint continues a Cypher warm start).",
+    "graphdancer-rl": "GraphDancer stage 1 with the graphdancer reward over prompts drawn by the easy-to-hard "
+    "curriculum sampler p(t, k): GRPO (group-normalised advantages, TRL 1.16 `GRPOTrainer`; the default) or, "
+    "with `train.dancer_stage1: ppo`, the source's PPO with a critic (value head, token-level GAE over model "
+    "tokens, clipped policy and value losses, KL penalty to the frozen start; components/training/ppo.py); "
+    "Python + Cypher environment (the source uses the Graph-CoT function API; this checkpoint continues a "
+    "Cypher warm start). The notes below name the algorithm that ran.",
     "graphdancer-dpo": "GraphDancer stage 2: masked DPO (TRL 1.16 `DPOTrainer`, environment tokens excluded from "
     "the sequence log-probabilities) from the stage-1 checkpoint, which is also the frozen "
     "reference, on best-vs-worst preference pairs ordered by the same curriculum.",
@@ -356,14 +359,22 @@ def graphdancer_rl(
         ordered = curriculum_order(chosen, steps, per_step, seed=config.seed)
         levels = {lv: sum(1 for it in ordered if it.get("level") == lv) for lv in LEVELS}
         data = [{k: v for k, v in it.items() if k not in ("level", "ood")} for it in ordered]
-        train = run_grpo(
-            start_dir,
-            data,
-            [graphdancer_reward],
-            output_dir,
-            _grpo_config(r, config, steps=steps, shuffle=False),
-            multi_turn=mt,
-        )
+        if config.dancer_stage1 == "ppo":
+            train = _ppo_stage1(start_dir, data, make_env, output_dir, r, config, steps)
+            note = (
+                "Stage 1 ran PPO with a critic (value head saved as value_head.safetensors; GAE over model "
+                "tokens, clipped policy / value losses, KL penalty to the frozen start)."
+            )
+        else:
+            train = run_grpo(
+                start_dir,
+                data,
+                [graphdancer_reward],
+                output_dir,
+                _grpo_config(r, config, steps=steps, shuffle=False),
+                multi_turn=mt,
+            )
+            note = "Stage 1 ran GRPO (no critic, no value clip); `train.dancer_stage1: ppo` runs the source's PPO."
     return _finish(
         "graphdancer-rl",
         start_dir,
@@ -375,9 +386,54 @@ def graphdancer_rl(
         data_fingerprint=data_fingerprint,
         domain=domain,
         examples=len(ordered),
-        notes=["TRL 1.16 has no PPO trainer: stage 1 is GRPO (no critic, no value clip)."],
+        notes=[note],
         selection=selection,
     )
+
+
+def _ppo_stage1(
+    start_dir: str | Path,
+    data: Sequence[Mapping[str, Any]],
+    make_env: Any,
+    output_dir: str | Path,
+    r: Mapping[str, Any],
+    config: TrainConfig,
+    steps: int,
+) -> Any:
+    """GraphDancer stage 1 as PPO (:func:`~components.training.ppo.run_ppo`) on the rows in their
+    curriculum order (step t plays rows ``t·q … t·q + q − 1``, ``q = rl_batch / rl_generations``),
+    with the preset's rollout budget and SPEC §7's clip 0.2, value clip 0.5, KL 0.001, top-p 0.8,
+    top-k 20; critic learning rate 10× the actor's. Returns what :func:`_finish` reads (``losses``,
+    a TRL-shaped ``log``, per-step ``rollouts``)."""
+    from types import SimpleNamespace
+
+    from components.rollout.runner import CODE_STOPS
+    from components.rubric.rewards import graphdancer_reward
+    from components.training.ppo import PPOConfig, run_ppo
+
+    ppo = PPOConfig(
+        steps=steps,
+        episodes_per_step=int(r["rl_batch"]),
+        samples_per_question=int(r["rl_generations"]),
+        actor_lr=float(r["rl_learning_rate"]),
+        critic_lr=10 * float(r["rl_learning_rate"]),
+        kl_coef=0.001,
+        clip=0.2,
+        value_clip=0.5,
+        temperature=float(r["rl_temperature"]),
+        top_p=0.8,
+        top_k=20,
+        max_turns=int(r["rl_turns"]),
+        max_new_tokens=int(r["rl_new_tokens"]),
+        seed=config.seed,
+        threads=config.threads,
+        precision=config.precision,
+    )
+    rows = [{"question": d["prompt"], "answer": d["answer"], "answer_type": d.get("answer_type")} for d in data]
+    result = run_ppo(start_dir, rows, graphdancer_reward, make_env, output_dir, ppo, stops=CODE_STOPS)
+    log = [{"step": c["step"], "loss": c["policy_loss"], "reward": c["reward"], "kl": c["kl"]} for c in result.curves]
+    rollouts = [{"tool_call_rate": c["tool_call_rate"], "valid_format": c["valid_format"]} for c in result.curves]
+    return SimpleNamespace(losses=[c["policy_loss"] for c in result.curves], log=log, rollouts=rollouts)
 
 
 def graphdancer_dpo(

@@ -118,7 +118,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
             assert [v["step"] for v in val] == [0, 1, 2] and all(v["episodes"] == 2 for v in val)
             assert "## Validation reward" in card and "## Training questions" in card
         AutoModelForCausalLM.from_pretrained(folder)
-    assert "no PPO trainer" in (Path(materialized["graphdancer_rl"]["path"].value) / "README.md").read_text()
+    assert "Stage 1 ran GRPO" in (Path(materialized["graphdancer_rl"]["path"].value) / "README.md").read_text()
     grain_steps = [r.data for r in materialized["grain_checkpoint"]["curves"].value.records]
     assert len(grain_steps) == 6 + 2  # SFT steps (preset grain_sft_steps), then the GRPO steps
     assert materialized["tasks"]["items"].value == 18

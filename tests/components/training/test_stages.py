@@ -162,3 +162,36 @@ def test_an_rl_budget_does_not_change_the_warm_start_fingerprint() -> None:
     assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", precision="float32")) != base or (
         TrainConfig(preset="cpu-demo").resolved()["precision"] == "float32"
     )
+
+
+def test_graphdancer_stage1_as_ppo_with_a_critic(tiny_model: Path, tmp_path: Path) -> None:
+    """``dancer_stage1: ppo`` trains stage 1 with PPO over real Python + Cypher episodes in the
+    curriculum order: one curve point per step, the value head saved beside the weights, and the
+    model card naming the algorithm that ran."""
+    from components.graph.load import load_graph
+    from components.training.ppo import VALUE_HEAD_FILE
+    from components.training.stages import graphdancer_rl
+    from tests.components.tools.test_graph_cot import library_graph
+
+    load_graph(library_graph(), tmp_path / "db")
+    items = [
+        {"question": f"Who wrote paper p{i % 3 + 1}?", "answer": "Ann Lee", "answer_type": "entity", "level": lv}
+        for i, lv in enumerate(["easy", "medium", "easy", "hard", "medium", "easy"])
+    ]
+    config = TrainConfig(
+        preset="cpu-tiny", threads=1, precision="float32", dancer_stage1="ppo", budgets={"rl_probe": 0}
+    )
+    result = graphdancer_rl(
+        tiny_model, items, str(tmp_path / "db"), config, tmp_path / "rl", data_fingerprint="fp", domain="toy"
+    )
+    steps = config.resolved()["dancer_steps"]
+    assert result.method == "graphdancer-rl" and len(result.curves) == steps
+    assert all(
+        c["reward"] is not None and c["kl"] is not None and c["tool_call_rate"] is not None for c in result.curves
+    )
+    assert (tmp_path / "rl" / VALUE_HEAD_FILE).is_file()
+    card = (tmp_path / "rl" / "README.md").read_text()
+    assert "Stage 1 ran PPO with a critic" in card
+    assert json.loads((tmp_path / "rl" / "ppo_log.json").read_text())["config"]["clip"] == 0.2
+    with pytest.raises(ValueError, match="dancer_stage1"):
+        TrainConfig(preset="cpu-tiny", dancer_stage1="a2c")
