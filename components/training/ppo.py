@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -331,6 +332,13 @@ def run_ppo(
             }
         )
         result.steps = step + 1
+        c = result.curves[-1]
+        print(
+            f"[ppo] step {step + 1}/{config.steps}: reward {c['reward']:.4g}, policy loss {c['policy_loss']:.4g}, "
+            f"value loss {c['value_loss']:.4g}, kl {c['kl']:.3g} ({time.perf_counter() - t0:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     policy.save_pretrained(out, safe_serialization=True)

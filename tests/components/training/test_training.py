@@ -71,7 +71,9 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny_random_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
-def test_sft_lowers_the_loss_and_honours_the_mask(tiny_model: Path, tmp_path: Path) -> None:
+def test_sft_lowers_the_loss_and_honours_the_mask(
+    tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture
+) -> None:
     torch.set_num_threads(1)
     prompt, completion, mask = [1, 5, 9, 13], [21, 22, 23, 40, 41, 42, 24, 25], [1, 1, 1, 0, 0, 0, 1, 1]
     examples = [sft_example(prompt, completion, mask)] * 8
@@ -82,6 +84,8 @@ def test_sft_lowers_the_loss_and_honours_the_mask(tiny_model: Path, tmp_path: Pa
     # the trainer's first loss is exactly our masked loss: environment tokens were not targets
     assert result.first_loss == pytest.approx(before, rel=1e-3)
     assert result.steps == 15 and result.last_loss < result.first_loss - 0.5
+    progress = [line for line in capfd.readouterr().err.splitlines() if line.startswith("[")]
+    assert len(progress) == 15 and progress[-1].startswith("[sft] step 15/15: loss ")  # one line a step
     trained = AutoModelForCausalLM.from_pretrained(tmp_path / "out").eval()
     with torch.no_grad():
         after = masked_nll(trained, prompt, completion, mask).item()
@@ -90,7 +94,7 @@ def test_sft_lowers_the_loss_and_honours_the_mask(tiny_model: Path, tmp_path: Pa
         run_sft(tiny_model, [sft_example(prompt, completion, [0] * 8)], tmp_path / "x")
 
 
-def test_grpo_raises_a_shaped_toy_reward(tiny_model: Path, tmp_path: Path) -> None:
+def test_grpo_raises_a_shaped_toy_reward(tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
     """Reward = share of completion tokens with a small id: a random model starts near 0.1; GRPO
     on the real tiny model pushes the mean reward up within a few dozen steps."""
     from components.training.grpo import GRPORunConfig, run_grpo
@@ -105,6 +109,7 @@ def test_grpo_raises_a_shaped_toy_reward(tiny_model: Path, tmp_path: Path) -> No
     result = run_grpo(tiny_model, rows, [small_ids], tmp_path / "grpo", cfg)
     first, last = sum(result.rewards[:5]) / 5, sum(result.rewards[-5:]) / 5
     assert result.steps == 40 and len(result.rewards) == 40
+    assert "[grpo] step 40/40: loss " in capfd.readouterr().err
     assert last > first + 0.3, result.rewards
 
 
