@@ -10,7 +10,7 @@ from typing import Any
 import dagster as dg
 
 from assets.artifacts import artifact_output, layer_asset, materialize_asset, reads
-from assets.metadata import counts_table, records_table
+from assets.metadata import counts_table, md_table, records_table
 from assets.resources import ArtifactStore
 from components.curriculum import CURRICULUM_SPLITS
 from components.curriculum.build import SplitConfig
@@ -93,6 +93,18 @@ def _curriculum_metadata(art: Artifact) -> dict:
     sampler = [{"stage point": k, **{lv: round(v, 3) for lv, v in p.items()}} for k, p in s["sampler"].items()]
     out = {"by_level_split": counts_table(s["by_level_split"], "level/split")}
     out.update(crossing_entities=len(s["crossing_entities"]), sampler_p=records_table(sampler, SAMPLER))
+    traj = s.get("trajectories")
+    if traj:  # curriculum.trajectories: Graph-CoT teacher trajectories measured the levels
+        cover = [
+            {"family": fam, "items": r["items"], "trajectories": r["trajectories"], "excluded": r["excluded"]}
+            for fam, r in traj["coverage"].items()
+        ]
+        out.update(
+            teacher_trajectories=traj["trajectories"],
+            trajectory_exclusions=counts_table(traj["excluded"], "reason"),
+            trajectory_coverage=md_table(cover),
+            level_confusion=md_table([{"estimated": est, **row} for est, row in traj["confusion"].items()]),
+        )
     return out
 
 

@@ -140,6 +140,9 @@ class SplitConfig:
 
     seed: int = 0
     fractions: tuple[float, float, float] = DEFAULT_FRACTIONS
+    #: translate admitted items into executed Graph-CoT teacher trajectories
+    #: (:mod:`components.curriculum.trajectories`) and use their measured level where one exists
+    trajectories: bool = False
 
     def __post_init__(self) -> None:
         fractions = tuple(float(f) for f in self.fractions)
@@ -156,6 +159,7 @@ class SplitConfig:
         return {
             "seed": self.seed,
             **({} if self.fractions == DEFAULT_FRACTIONS else {"fractions": list(self.fractions)}),
+            **({"trajectories": True} if self.trajectories else {}),
         }
 
 
@@ -169,10 +173,54 @@ def build_curriculum_splits(
     schema = GraphSchema.from_json(inputs["snapshot"].summary["schema"])
     rows = read_parquet(str(inputs["certified"].path))
     items = build_curriculum(rows, schema, fractions=config.fractions, seed=config.seed)
+    summary = curriculum_summary(items)
+    counts = {"items": len(items)}
+    if config.trajectories:
+        summary["trajectories"] = measure_levels(items, rows, str(inputs["snapshot"].path), ctx)
+        counts["trajectories"] = summary["trajectories"]["trajectories"]
+        summary["by_level_split"] = curriculum_summary(items)["by_level_split"]
     path = write_parquet(items, out_dir / "curriculum.parquet")
-    return CURRICULUM_SPLITS.artifact(
-        inputs, config, ctx, path=path, counts={"items": len(items)}, summary=curriculum_summary(items)
-    )
+    return CURRICULUM_SPLITS.artifact(inputs, config, ctx, path=path, counts=counts, summary=summary)
+
+
+def measure_levels(
+    items: list[dict[str, Any]], rows: Sequence[Mapping[str, Any]], db_location: str, ctx: BuildContext | None = None
+) -> dict[str, Any]:
+    """Build every admitted item's Graph-CoT teacher trajectory on the snapshot; where one exists,
+    its measured level replaces the estimate (``level_source`` ``"measured"``, the estimate kept
+    as ``estimated_level``, the trajectory as ``trajectory_json``). Returns coverage per family,
+    exclusions by reason and the estimated × measured confusion matrix."""
+    from components.curriculum.trajectories import coverage, level_confusion, teacher_trajectories
+    from components.graph import open_backend
+    from components.tools.graph_cot import GraphCoT
+    from components.tools.retriever import NodeIndex, shared_embedder
+
+    by_id = {r["id"]: r for r in rows}
+    backend = open_backend(db_location)
+    try:
+        index = NodeIndex.open(backend, shared_embedder(), progress=False)
+        trajectories, excluded = teacher_trajectories([by_id[i["id"]] for i in items], GraphCoT(backend, index=index))
+    finally:
+        backend.close()
+    measured = {t.item_id: t for t in trajectories}
+    estimated = {i["id"]: i["level"] for i in items}
+    for item in items:
+        item["estimated_level"] = item["level"]
+        traj = measured.get(item["id"])
+        item["level_source"] = "measured" if traj else "estimated"
+        item["trajectory_json"] = json.dumps(traj.to_dict() if traj else None, ensure_ascii=False)
+        if traj:
+            item["level"] = traj.level
+            item["rounds"] = len(traj.rounds)
+            item["e_rounds"] = traj.to_dict()["round_kinds"].count("E")
+    if ctx is not None:
+        ctx.log(f"teacher trajectories: {len(trajectories)} of {len(items)} items ({len(excluded)} excluded)")
+    return {
+        "trajectories": len(trajectories),
+        "coverage": coverage(trajectories, excluded),
+        "excluded": dict(Counter(e.reason for e in excluded)),
+        "confusion": level_confusion(estimated, trajectories),
+    }
 
 
 def _curriculum_config(config: SplitConfig | int) -> SplitConfig:

@@ -15,6 +15,7 @@ from assets.certification import certified_dataset_asset
 from assets.generation import qa_candidates_asset
 from assets.graph import graph_snapshot_asset
 from components.certify.dataset import CertifyConfig, read_certified
+from components.curriculum.build import SplitConfig
 from components.graph.snapshot import SourceSpec
 from components.quizzer.run import QuizConfig
 from components.store import Catalog
@@ -162,7 +163,7 @@ def test_curriculum_splits_from_the_certified_dataset(tmp_path: Path) -> None:
         *graph_snapshot_asset("lab", SOURCE),
         *qa_candidates_asset("lab", QUIZ),
         *certified_dataset_asset("lab", CertifyConfig(fault_sample=0)),
-        *curriculum_splits_asset("lab", seed=2),
+        *curriculum_splits_asset("lab", SplitConfig(seed=2, trajectories=True)),
     ]
     with dg.DagsterInstance.ephemeral() as instance:
         result = dg.materialize(defs, resources=pipeline_resources(str(tmp_path)), instance=instance)
@@ -175,6 +176,10 @@ def test_curriculum_splits_from_the_certified_dataset(tmp_path: Path) -> None:
     assert meta["crossing_entities"].value == 0
     assert {i["split"] for i in items} <= {"train", "validation", "test"}
     assert [r.data["stage point"] for r in meta["sampler_p"].value.records] == ["start", "middle", "end"]
+    # measured levels: executed Graph-CoT teacher trajectories, with their coverage and confusion
+    measured = [i for i in items if i["level_source"] == "measured"]
+    assert measured and meta["teacher_trajectories"].value == len(measured)
+    assert "| estimated |" in meta["level_confusion"].value and "| family |" in meta["trajectory_coverage"].value
 
 
 def test_a_changed_graph_is_recertified_incrementally_and_equals_a_full_run(tmp_path: Path) -> None:

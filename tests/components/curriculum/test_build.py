@@ -106,3 +106,28 @@ def test_split_config_shares_change_the_split_and_the_fingerprint_only_when_set(
             SplitConfig(fractions=bad)
     with pytest.raises(ValueError, match="unknown curriculum options"):
         SplitConfig.from_dict({"test_share": 0.2})
+
+
+def test_measured_levels_replace_estimates_where_a_trajectory_exists(certified) -> None:
+    from components.curriculum.build import SplitConfig, measure_levels
+
+    rows, schema = certified
+    items = build_curriculum(rows, schema, seed=0)
+    estimated = {i["id"]: i["level"] for i in items}
+    report = measure_levels(items, rows, _DB["path"])
+    measured = [i for i in items if i["level_source"] == "measured"]
+    assert measured and report["trajectories"] == len(measured)
+    assert report["trajectories"] + sum(report["excluded"].values()) == len(items)
+    for item in items:
+        assert item["estimated_level"] == estimated[item["id"]]
+        trajectory = json.loads(item["trajectory_json"])
+        if item["level_source"] == "measured":
+            assert item["level"] == trajectory["level"] and item["rounds"] == len(trajectory["rounds"])
+            assert item["e_rounds"] == trajectory["round_kinds"].count("E")
+        else:
+            assert trajectory is None and item["level"] == estimated[item["id"]]
+    confusion = report["confusion"]
+    assert sum(sum(row.values()) for row in confusion.values()) == len(measured)
+    assert sum(row["items"] for row in report["coverage"].values()) == len(items)
+    assert SplitConfig(trajectories=True).params() == {"seed": 0, "trajectories": True}
+    assert "trajectories" not in SplitConfig().params()  # earlier fingerprints stay as they were
