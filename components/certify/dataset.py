@@ -148,7 +148,13 @@ def certify_params(config: CertifyConfig) -> dict[str, Any]:
 
     ev = config.eval_questions
     eval_hash = hash_path(ev) if ev and Path(ev).is_file() else None
-    judge = model_identity(config.judge_kwargs().get("model_dir")) if config.judge == "on" else None
+    judge = None
+    if config.judge == "on":
+        from components.llm.precision import dtype_name
+
+        opts = config.judge_kwargs()
+        precision = dtype_name(opts.get("dtype")) if config.judge_backend != "openai" else None
+        judge = {**model_identity(opts.get("model_dir")), "precision": precision}
     return {**config.to_json(), "rules": RULES_VERSION, "eval_questions_hash": eval_hash, "judge_identity": judge}
 
 

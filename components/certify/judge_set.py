@@ -100,16 +100,19 @@ def _forms(phrase: str) -> list[str]:
 
 
 def modifier_change(question: str) -> tuple[str, str] | None:
-    """The question with one modifier turned around, and what changed."""
+    """The question with one modifier turned around, and what changed (quoted names untouched:
+    matches are found in the text with its quotes blanked, which keeps every position)."""
+    bare = _without_quotes(question)
     for a, b in _MODIFIERS:
         for x, y in ((a, b), (b, a)):
-            pattern = re.compile(rf"\b{re.escape(x)}\b")
-            if pattern.search(question):
-                return pattern.sub(y, question, count=1), f"{x} → {y}"
-    m = re.search(r"\b(\d+)\b", _without_quotes(question))
+            m = re.search(rf"\b{re.escape(x)}\b", bare)
+            if m:
+                return question[: m.start()] + y + question[m.end() :], f"{x} → {y}"
+    m = re.search(r"\b(\d+)\b", bare)
     if m:
         n = int(m.group(1))
-        return question.replace(m.group(1), str(n + 1 if n < 2 else n - 1), 1), f"{n} → another number"
+        new = str(n + 1 if n < 2 else n - 1)
+        return question[: m.start()] + new + question[m.end() :], f"{n} → another number"
     return None
 
 

@@ -36,9 +36,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
 
 from components.curriculum.sampler import LEVELS, level_of
+from components.graph.errors import GraphError
+from components.graph.schema import quote_identifier
 from components.quizzer.answers import answers_agree, parse_answer
 from components.quizzer.candidate import format_answer
 from components.tools.env import T_MAX, information_block
@@ -216,8 +219,6 @@ def _after_are(observation: str) -> str:
 
 def _mention(api: GraphCoT, label: str, node_id: str) -> str:
     """The anchor's name as a question mentions it (the label's first name-like property)."""
-    from components.graph.schema import quote_identifier
-
     props = choose_text_properties(api.schema).get(label) or ()
     if not props:
         return str(node_id)
@@ -341,7 +342,10 @@ def _plan(walk: _Walk, family: str, ev: _Evidence, answer_type: str) -> Any:
                 raise _Excluded("answer_mismatch", "no values to aggregate")
             fn = {"avg": lambda v: sum(v) / len(v), "sum": sum, "min": min, "max": max}[agg.group(2).lower()]
             result = fn(nums)
-            return round(result, int(agg.group(4))) if agg.group(1) else result
+            if not agg.group(1):
+                return result
+            places = Decimal(1).scaleb(-int(agg.group(4) or 0))  # Cypher's round: half away from zero
+            return float(Decimal(repr(result)).quantize(places, rounding=ROUND_HALF_UP))
         n = walk.degree(s, ev.hop("s", x))
         return n > 0 if family == "optional_any" else n
     if family in ("one_hop_boolean", "multi_hop_boolean"):
@@ -430,7 +434,9 @@ def _comparison(walk: _Walk, family: str, ev: _Evidence, answer_type: str) -> An
         return scores[top] if answer_type == "number" else walk.feature(top, rank.group(2))
     if family == "comparison_difference_set":
         s_label, s_id = ev.anchor("s")
-        b_var = next(v for v in ev.anchors if v != "s")
+        b_var = next((v for v in ev.anchors if v != "s"), None)
+        if b_var is None:
+            raise _Excluded("not_expressible", "no second anchor")
         s = walk.retrieve(s_label, s_id)
         b_label, b_id = ev.anchor(b_var)
         b = walk.retrieve(b_label, b_id)
@@ -488,15 +494,14 @@ def teacher_trajectory(item: Mapping[str, Any], api: GraphCoT, *, max_rounds: in
     the template family, ``answer_type``, ``answer_value`` / ``answer_value_json``, ``id``,
     ``question``). Never raises on an item: a failure is an :class:`Exclusion`.
     """
-    item_id, family = str(item.get("id", "")), _family(item)
+    item_id, family = str(item.get("id", "")), "unknown"
     answer_type = str(item.get("answer_type", ""))
-    evidence = _evidence(item)
-    if not family or len(evidence) != 1:
-        return Exclusion(
-            item_id, family or "unknown", "not_expressible", "no template-structured single evidence query"
-        )
     walk = _Walk(api, item, max_rounds)
     try:
+        family = _family(item) or "unknown"
+        evidence = _evidence(item)
+        if family == "unknown" or len(evidence) != 1 or not isinstance(evidence[0], Mapping):
+            raise _Excluded("not_expressible", "no template-structured single evidence query")
         ev = _Evidence(str(evidence[0].get("query", "")), evidence[0].get("params") or {})
         derived = _plan(walk, family, ev, answer_type)
         value = parse_answer(format_answer(derived), answer_type) if answer_type != "set" else list(derived)
@@ -504,7 +509,8 @@ def teacher_trajectory(item: Mapping[str, Any], api: GraphCoT, *, max_rounds: in
             raise _Excluded("answer_mismatch", f"trajectory says {format_answer(derived)!r}")
     except _Excluded as ex:
         return Exclusion(item_id, family, ex.reason, ex.detail)
-    except (ValueError, KeyError, IndexError, TypeError) as exc:  # an observation that would not parse
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, StopIteration, GraphError) as exc:
+        # malformed item JSON, an observation that would not parse, a failed lookup of a mention
         return Exclusion(item_id, family, "call_error", f"{type(exc).__name__}: {exc}")
     return Trajectory(
         item_id=item_id,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,11 +160,18 @@ def _scalar(value: Any, schema: Any) -> tuple[str, str] | None:
     if isinstance(value, bool):
         return ("yes" if value else "no"), "boolean"
     if isinstance(value, (int, float)):
-        return (str(int(value)) if float(value).is_integer() else repr(float(value))), "number"
+        if not math.isfinite(value):  # NaN / infinity: no answer a model could give
+            return None
+        return _number_text(value), "number"
     if isinstance(value, str) and value.strip():
         return value, "entity"
     shown = _display(value, schema)
     return (shown, "entity") if shown else None
+
+
+def _number_text(value: int | float) -> str:
+    """``2`` for 2 and 2.0 alike (as a single answer and as a set member), ``2.5`` otherwise."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _answer(columns: Sequence[str], rows: Sequence[Sequence[Any]], schema: Any) -> tuple[str, str] | str:
@@ -176,8 +184,10 @@ def _answer(columns: Sequence[str], rows: Sequence[Sequence[Any]], schema: Any) 
         return _scalar(rows[0][0], schema) or "not_scorable"
     members: list[str] = []
     for (value,) in rows:
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-            member = str(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            member = _number_text(value) if math.isfinite(value) else None
+        elif isinstance(value, str):
+            member = value
         else:
             member = _display(value, schema)
         if member is None:

@@ -209,6 +209,7 @@ class EvalPlan:
         qfile = self.evaluate.questions
         return {
             "config": vars(self.evaluate),
+            "precision": resolve_precision(self.evaluate.precision),  # what "auto" meant on this host
             "train": self.train.resolved(),
             "judge_identity": judge,
             "questions_hash": hash_path(qfile) if qfile and Path(qfile).is_file() else None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
-__all__ = ["PRECISIONS", "native_bf16", "resolve_precision", "torch_dtype"]
+__all__ = ["PRECISIONS", "dtype_name", "native_bf16", "resolve_precision", "torch_dtype"]
 
 PRECISIONS: Final = ("auto", "float32", "bfloat16")
 
@@ -46,6 +46,12 @@ def resolve_precision(name: str | None = "auto", device: str = "cpu") -> str:
             raise ValueError(f"GRAPHDOJO_PRECISION={forced!r}; expected one of {', '.join(PRECISIONS)}")
         return forced
     return "bfloat16" if native_bf16(device) else "float32"
+
+
+def dtype_name(dtype: str | None) -> str:
+    """A backend ``dtype`` option as it ran, for fingerprints: ``auto`` / unset resolved
+    (:func:`resolve_precision`), any explicit name (``float16`` too) as given."""
+    return resolve_precision("auto") if dtype in (None, "auto") else str(dtype)
 
 
 def torch_dtype(name: str | None = "auto", device: str = "cpu") -> Any:

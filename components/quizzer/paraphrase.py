@@ -9,7 +9,9 @@ rewrite per question; :func:`check_paraphrase` then compares it with the origina
 * **numbers** — every number outside the quotes is still there;
 * **modifiers** — every modifier of the original (most / fewest, highest / lowest, largest /
   smallest, more / fewer, before / after, at least / at most, not, both, other than, …) is kept
-  (or said with a listed synonym), and none of their opposites appears;
+  (or said with a listed synonym), none of their opposites appears, a negation is neither
+  dropped nor added, and no superlative, comparative, order or bound word is added that the
+  original does not imply ("most", "more", "only", "recent", …);
 * **answer scope** — a yes/no question stays a yes/no question, a "how many" question a counting
   one, a list question asks for several things and a single-answer question for one;
 * **form** — one line ending with a question mark, neither empty nor far longer than the original.
@@ -17,7 +19,9 @@ rewrite per question; :func:`check_paraphrase` then compares it with the origina
 An accepted rewrite replaces the candidate's ``question``; the template text stays in
 ``meta["template_question"]`` and the outcome in ``meta["paraphrase"]`` (``accepted`` or
 ``rejected`` with its reason and the rejected text), so both texts are stored and every rejected
-rewrite is counted. Certification never reads the question text, so a paraphrase changes no
+rewrite is counted. The check does not compare the relation a question names ("wrote" vs
+"cited"): a rewrite that swaps it keeps its entities, numbers and modifiers and passes — the
+semantic judge, when on, is what looks at that. Certification never reads the question text, so a paraphrase changes no
 certificate; the leakage filter sees the same quoted entities.
 """
 
@@ -83,6 +87,15 @@ _OPPOSITE: Final = {
     "at most": ("at least", "or more"),
 }
 _QUOTED: Final = re.compile(r'"([^"]*)"')
+_NEGATION: Final = re.compile(r"n't\b|\b(not|never|no|none|neither|nor|except|excluding|without)\b")
+#: words that change a question's meaning when a rewrite adds them (superlatives, comparatives,
+#: order, bounds, exclusivity); a word the original already implies (one of its modifiers' keep
+#: words) may appear
+_ADDED: Final = (
+    "most", "fewest", "least", "highest", "lowest", "largest", "smallest", "greatest", "biggest",
+    "maximum", "minimum", "top", "more", "fewer", "less", "before", "after", "earlier", "later",
+    "at least", "at most", "only", "first", "last", "latest", "recent",
+)  # fmt: skip
 _YES_NO: Final = re.compile(r"(^|[,;:]\s*)(is|are|does|do|did|has|have|was|were|can|could)\b", re.I)
 _COUNT: Final = re.compile(r"\b(how many|number of|count)\b", re.I)
 _MANY: Final = re.compile(r"\b(which are|list|what are|all the|all of the|name all|every)\b", re.I)
@@ -152,13 +165,22 @@ def check_paraphrase(
     bare_orig, bare_new = _unquoted(original), _unquoted(text)
     if not set(re.findall(r"\b\d+\b", bare_orig)) <= set(re.findall(r"\b\d+\b", bare_new)):
         return "numbers"
+    implied: set[str] = set()
     for modifier, keep in _KEEP.items():
+        if modifier == "not":  # negation: kept in any form ("not", "n't", "except" …), never added
+            if bool(_NEGATION.search(bare_orig)) != bool(_NEGATION.search(bare_new)):
+                return "modifiers"
+            continue
         if _has(bare_orig, (modifier,)):
+            implied.update(keep)
             if not _has(bare_new, keep):
                 return "modifiers"
             opposite = [w for w in _OPPOSITE.get(modifier, ()) if not _has(bare_orig, (w,))]
             if _has(bare_new, opposite):
                 return "modifiers"
+    added = [w for w in _ADDED if w not in implied and _has(bare_new, (w,)) and not _has(bare_orig, (w,))]
+    if added:
+        return "modifiers"
     if not _same_scope(original, text, answer_type):
         return "scope"
     return None

@@ -92,7 +92,10 @@ def model_identity(config: QuizConfig) -> dict[str, Any]:
     opts = config.backend_kwargs()
     if config.backend == "openai":
         return {"base_url": opts.get("base_url"), "model": opts.get("model")}
-    return identity(opts.get("model_dir"))
+    from components.llm.precision import dtype_name
+
+    # the resolved precision too: a bfloat16 and a float32 run of the same model differ
+    return {**identity(opts.get("model_dir")), "precision": dtype_name(opts.get("dtype"))}
 
 
 def _params(config: QuizConfig) -> dict[str, Any]:

@@ -94,7 +94,8 @@ def train_and_save(trainer: Any, tokenizer: Any, output_dir: str | Path) -> list
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)
-    label = type(trainer).__name__.removesuffix("Trainer").removeprefix("Span").lower() or "train"
+    name = type(trainer).__name__.lower()
+    label = next((k for k in ("grpo", "dpo", "sft") if k in name), "train")
     trainer.add_callback(progress_callback(label))
     trainer.train()
     trainer.save_model(str(output_dir))

@@ -166,7 +166,7 @@ class AblationPlan:
     ablations: tuple[Ablation, ...] = ()
 
     def params(self) -> dict[str, Any]:
-        return {"train": self.train.resolved(), "ablations": [vars(a) for a in self.ablations]}
+        return {"train": self.train.resolved_without_dancer(), "ablations": [vars(a) for a in self.ablations]}
 
 
 def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir: Path, ctx: BuildContext) -> Artifact:

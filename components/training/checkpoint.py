@@ -235,6 +235,8 @@ class TrainConfig:
             raise ValueError("cpu-tiny trains the tiny random model; base_model needs cpu-demo, cpu-learn or gpu")
         if self.dancer_stage1 not in (None, "grpo", "ppo"):
             raise ValueError(f"dancer_stage1 must be grpo or ppo, got {self.dancer_stage1!r}")
+        if self.dancer_stage1 == "grpo":  # the default, spelled out: the same fingerprints as unset
+            object.__setattr__(self, "dancer_stage1", None)
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ValueError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if (self.vllm_mode or self.vllm_server_url) and self.preset != "gpu":
@@ -267,6 +269,13 @@ class TrainConfig:
             own["base_model_identity"] = model_identity(self.base_model or self.model_dir)
         extra = {"mechanics_only": list(self.mechanics_only)} if self.mechanics_only else {}
         return {**PRESETS[self.preset], **dict(self.budgets), **own, **extra}
+
+    def resolved_without_dancer(self) -> dict[str, Any]:
+        """:meth:`resolved` less the GraphDancer-only choice (``dancer_stage1``): the fingerprint
+        parameters of the stages that do not run GraphDancer (GraphCert GRPO, GRAIN, ablations)."""
+        out = self.resolved()
+        out.pop("dancer_stage1", None)
+        return out
 
     def mechanics(self, stage: str) -> bool:
         """Whether ``stage`` trains the tiny model in this config (``mechanics_only``)."""

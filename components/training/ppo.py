@@ -66,7 +66,8 @@ class PPOConfig:
     episodes_per_step: int = 8  # rollouts per step (questions × samples_per_question)
     samples_per_question: int = 2
     ppo_epochs: int = 1  # passes over each step's rollouts
-    micro_batch: int = 2  # rollouts per forward/backward
+    micro_batch: int = 2  # rollouts per forward/backward (gradients accumulate over a minibatch)
+    minibatch: int | None = None  # rollouts per optimizer step; None: the whole step (one update, as GRPO)
     actor_lr: float = 1e-6
     critic_lr: float = 1e-5
     kl_coef: float = 0.001
@@ -87,8 +88,8 @@ class PPOConfig:
     def __post_init__(self) -> None:
         if self.episodes_per_step % self.samples_per_question:
             raise ValueError("episodes_per_step must be a multiple of samples_per_question")
-        if min(self.steps, self.episodes_per_step, self.ppo_epochs, self.micro_batch) < 1:
-            raise ValueError("steps, episodes_per_step, ppo_epochs and micro_batch must be >= 1")
+        if min(self.steps, self.episodes_per_step, self.ppo_epochs, self.micro_batch, self.minibatch or 1) < 1:
+            raise ValueError("steps, episodes_per_step, ppo_epochs, micro_batch and minibatch must be >= 1")
 
 
 #: GraphDancer's stage-1 reference hyper-parameters (SPEC §7), for the gpu preset
@@ -159,7 +160,8 @@ class ValueHead(torch.nn.Module):
         torch.nn.init.zeros_(self.linear.bias)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.linear(hidden.float()).squeeze(-1)
+        with torch.autocast(hidden.device.type, enabled=False):  # values in float32, even under bf16 autocast
+            return self.linear(hidden.float()).squeeze(-1)
 
 
 VALUE_HEAD_FILE: Final = "value_head.safetensors"
@@ -187,13 +189,16 @@ def load_value_head(folder: str | Path, hidden: int) -> ValueHead:
 # -- scoring a batch of rollouts ---------------------------------------------------------------------
 
 
-def _forward(model: Any, head: ValueHead | None, rec: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-probabilities and values at one rollout's model tokens, in order."""
+def _forward(
+    model: Any, head: ValueHead | None, rec: Any, temperature: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probabilities (of the distribution the tokens were sampled from: logits divided by
+    the sampling ``temperature``) and values at one rollout's model tokens, in order."""
     ids = torch.tensor([list(rec.prompt_ids) + list(rec.completion_ids)], dtype=torch.long)
     out = model(input_ids=ids, output_hidden_states=head is not None, use_cache=False)
     start = len(rec.prompt_ids) - 1
     positions = torch.tensor([start + i for i, m in enumerate(rec.loss_mask) if m], dtype=torch.long)
-    logits = out.logits[0, positions].float()
+    logits = out.logits[0, positions].float() / max(temperature, 1e-6)
     targets = ids[0, positions + 1]
     logp = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])[:, 0]
     values = head(out.hidden_states[-1][0, positions]) if head is not None else None
@@ -281,8 +286,8 @@ def run_ppo(
         batch = []
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             for i in usable:
-                logp, values = _forward(policy, head, records[i])
-                ref_logp, _ = _forward(reference, None, records[i])
+                logp, values = _forward(policy, head, records[i], config.temperature)
+                ref_logp, _ = _forward(reference, None, records[i], config.temperature)
                 rewards = -config.kl_coef * (logp - ref_logp)
                 rewards[-1] += episode_rewards[i]
                 adv, ret = gae(rewards, values.float(), config.gamma, config.lam)
@@ -298,22 +303,24 @@ def run_ppo(
                 b["adv"], at = flat[at : at + n], at + n
         policy.train()
         losses, vlosses, fracs = [], [], []
+        size = config.minibatch or max(1, len(batch))
         for _ in range(config.ppo_epochs):
-            for start in range(0, len(batch), config.micro_batch):
-                chunk = batch[start : start + config.micro_batch]
+            for m0 in range(0, len(batch), size):
+                mini = batch[m0 : m0 + size]
                 optimizer.zero_grad()
-                total = torch.zeros(())
-                for b in chunk:
-                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                        logp, values = _forward(policy, head, b["rec"])
-                    mask = torch.ones_like(b["adv"])
-                    pl, frac = policy_loss(logp.float(), b["old_logp"], b["adv"], mask, config.clip)
-                    vl = value_loss(values.float(), b["old_values"], b["ret"], mask, config.value_clip)
-                    total = total + (pl + config.value_coef * vl) / len(chunk)
-                    losses.append(float(pl.detach()))
-                    vlosses.append(float(vl.detach()))
-                    fracs.append(frac)
-                total.backward()
+                for start in range(0, len(mini), config.micro_batch):  # accumulate, one step a minibatch
+                    total = torch.zeros(())
+                    for b in mini[start : start + config.micro_batch]:
+                        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                            logp, values = _forward(policy, head, b["rec"], config.temperature)
+                        mask = torch.ones_like(b["adv"])
+                        pl, frac = policy_loss(logp.float(), b["old_logp"], b["adv"], mask, config.clip)
+                        vl = value_loss(values.float(), b["old_values"], b["ret"], mask, config.value_clip)
+                        total = total + (pl + config.value_coef * vl) / len(mini)
+                        losses.append(float(pl.detach()))
+                        vlosses.append(float(vl.detach()))
+                        fracs.append(frac)
+                    total.backward()
                 torch.nn.utils.clip_grad_norm_(list(policy.parameters()) + list(head.parameters()), 1.0)
                 optimizer.step()
         n = max(1, len(records))
@@ -339,6 +346,8 @@ def run_ppo(
             file=sys.stderr,
             flush=True,
         )
+    if any(math.isnan(c["policy_loss"]) for c in result.curves):  # before saving: no diverged checkpoint
+        raise FloatingPointError("PPO diverged: a policy loss is NaN")
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     policy.save_pretrained(out, safe_serialization=True)
@@ -346,6 +355,4 @@ def run_ppo(
     save_value_head(head, out)
     (out / "ppo_log.json").write_text(json.dumps({"curves": result.curves, "config": result.config}, indent=1))
     result.wall_s = time.perf_counter() - t0
-    if any(math.isnan(c["policy_loss"]) for c in result.curves):
-        raise FloatingPointError("PPO diverged: a policy loss is NaN")
     return result

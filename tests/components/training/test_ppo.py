@@ -113,7 +113,7 @@ def test_ppo_raises_a_toy_reward_and_round_trips_its_value_head(tiny_model: Path
     backend, make_env = _library_env(tmp_path)
     rows = [{"question": f"Say something about paper {i}.", "answer": "x"} for i in range(8)]
     config = PPOConfig(
-        steps=30, episodes_per_step=8, samples_per_question=4, actor_lr=3e-2, critic_lr=1e-2, kl_coef=0.0,
+        steps=30, episodes_per_step=8, samples_per_question=4, minibatch=2, actor_lr=3e-2, critic_lr=1e-2, kl_coef=0.0,
         max_turns=2, max_new_tokens=12, top_k=0, top_p=1.0, temperature=1.0, threads=1, precision="float32",
     )  # fmt: skip
     try:

@@ -159,9 +159,20 @@ def test_an_rl_budget_does_not_change_the_warm_start_fingerprint() -> None:
     assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", budgets={"rl_steps": 7})) == base
     assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", budgets={"dpo_steps": 3})) == base
     assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", max_steps=3)) != base
-    assert CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", precision="float32")) != base or (
-        TrainConfig(preset="cpu-demo").resolved()["precision"] == "float32"
-    )
+    fp32 = CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", precision="float32"))
+    assert fp32 != CHECKPOINTS.fingerprint(inputs, TrainConfig(preset="cpu-demo", precision="bfloat16"))
+
+
+def test_the_graphdancer_stage1_choice_fingerprints_only_graphdancer() -> None:
+    from components.store.artifact import Artifact
+    from components.training.stages import GRAIN_CHECKPOINT, GRAPHCERT_GRPO, GRAPHDANCER_RL
+
+    inputs = {"checkpoint": Artifact("checkpoints", "lab", "fp-ckpt", None)}
+    grpo, unset, ppo = (TrainConfig(preset="cpu-demo", dancer_stage1=s) for s in ("grpo", None, "ppo"))
+    assert GRAPHDANCER_RL.fingerprint(inputs, grpo) == GRAPHDANCER_RL.fingerprint(inputs, unset)
+    assert GRAPHDANCER_RL.fingerprint(inputs, ppo) != GRAPHDANCER_RL.fingerprint(inputs, unset)
+    for layer in (GRAPHCERT_GRPO, GRAIN_CHECKPOINT):
+        assert layer.fingerprint(inputs, ppo) == layer.fingerprint(inputs, unset)
 
 
 def test_graphdancer_stage1_as_ppo_with_a_critic(tiny_model: Path, tmp_path: Path) -> None:
