@@ -73,6 +73,8 @@ def _report_metadata(art: Artifact) -> dict:
     if "systems" in s:  # a domain's evaluation
         out.update(systems=_table(s["systems"]), questions=s["questions"], judge_model=s["judge_model"])
         out["seeds"] = dg.MetadataValue.json(s["seeds"])
+        if s.get("ood"):  # out-of-distribution questions, evaluated only
+            out.update(ood_systems=_table(s["ood"]), ood_questions=s["ood_questions"])
     if "overview" in s:  # the GRIT-style benchmark
         out.update(overview=_table(s["overview"]), items=s["items"])
     if "cells" in s:  # the transfer matrix

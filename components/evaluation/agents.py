@@ -72,10 +72,14 @@ class EvalConfig:
     #: the systems to run (report names, e.g. ``[sft-only, graphcert-grpo]``); None: every one.
     #: Others are listed in the report as not evaluated.
     systems: tuple[str, ...] | None = None
+    #: out-of-distribution questions (components/evaluation/ood.py: recommendation-style, a
+    #: reference answer by a stated rule) evaluated only — never trained on — and reported apart
+    #: (ROUGE-L and the judge against the reference); 0: none
+    ood_questions: int = 0
 
     def __post_init__(self) -> None:
-        if self.few_shot < 0:
-            raise ValueError("few_shot must be >= 0")
+        if self.few_shot < 0 or self.ood_questions < 0:
+            raise ValueError("few_shot and ood_questions must be >= 0")
         from components.llm.precision import resolve_precision
 
         resolve_precision(self.precision)  # unknown names fail here, not after the first system

@@ -70,6 +70,28 @@ def main_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
+def ood_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per system that answered the OOD questions: ROUGE-L and the judge against the
+    reference (with 95 % CIs), F1, valid format, questions."""
+    rows = []
+    for name, s in report["systems"].items():
+        ood = s.get("ood") if s.get("available") else None
+        if not ood:
+            continue
+        sm = ood["summary"]
+        rows.append(
+            {
+                "system": name,
+                "ROUGE-L": _with_ci(sm, "rouge_l"),
+                "judge": _with_ci(sm, "judge"),
+                "F1 vs reference": _with_ci(sm, "f1"),
+                "VF": fmt_num(sm.get("vf"), 2),
+                "questions": str(sm.get("questions", "")),
+            }
+        )
+    return rows
+
+
 def md_table(rows: Sequence[Mapping[str, str]]) -> str:
     cols: list[str] = []
     for r in rows:
@@ -163,6 +185,18 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
         md_table(skipped_table(report)) or "(none)",
         "",
     ]
+    ood = report.get("ood") or {}
+    if ood.get("questions"):
+        parts += [
+            "## Out-of-distribution questions (evaluated only, never trained on)",
+            "",
+            f"{ood['questions']} recommendation-style questions no lookup answers, scored against a "
+            "reference derived by a stated rule (one reasonable answer, not the only one): "
+            + "; ".join(ood.get("rules") or []),
+            "",
+            md_table(ood_table(report)) or "(none)",
+            "",
+        ]
     for name, path in (plots or {}).items():
         parts += [f"![{name}]({Path(path).name})", ""]
     return "\n".join(parts)

@@ -106,12 +106,15 @@ def evaluate_systems(
     judge_model_dir: str | None,
     progress: Any = None,
     pairs: Sequence[tuple[str, str]] = (),
+    ood_rows: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The report dict (see the module docstring): ``systems`` (summary + breakdowns per system,
     or ``available: False`` with the note), ``records`` (every per-question record), the fixed
     question order, seeds, decoding, judge model and normalisation; ``paired`` — for each
     ``(a, b)`` of ``pairs`` that both ran, EM and F1 of ``a`` minus ``b`` on the same questions
-    with paired-bootstrap CIs (:func:`~components.evaluation.metrics.paired_difference`)."""
+    with paired-bootstrap CIs (:func:`~components.evaluation.metrics.paired_difference`).
+    ``ood_rows`` (:mod:`components.evaluation.ood`) are answered by every fully trained system
+    too and summarised apart (``systems[name]["ood"]``, ``ood``), never in the main table."""
     from components.graph import open_backend
     from components.llm.transformers_backend import TransformersBackend
     from components.tools.graph_cot import GraphCoT
@@ -130,6 +133,7 @@ def evaluate_systems(
         return cache["api"]
 
     records: list[EvalRecord] = []
+    ood_records: list[EvalRecord] = []
     out_systems: dict[str, Any] = {}
     wall: dict[str, float] = {}
     try:
@@ -141,6 +145,8 @@ def evaluate_systems(
                 (rows[: config.mechanics_questions], replace(config, samples=1)) if spec.mechanics else (rows, config)
             )
             recs = _run_system(spec, subset, db_location, own, {"api": api})
+            if ood_rows and not spec.mechanics:
+                ood_records += _run_system(spec, list(ood_rows), db_location, config, {"api": api})
             wall[spec.name] = time.perf_counter() - t0
             records += recs
             if progress is not None:
@@ -152,7 +158,7 @@ def evaluate_systems(
         judge_llm = TransformersBackend(judge_model_dir, threads=config.threads, dtype=config.precision)
         try:
             judge = LLMJudge(judge_llm)
-            judge.judge(records)
+            judge.judge(records + ood_records)
             judge_model = judge.model_name
         finally:
             judge_llm.close()
@@ -172,6 +178,9 @@ def evaluate_systems(
             "by_type": breakdown(recs, "qtype"),
             "wall_s": wall[spec.name],
         }
+        ood = [r for r in ood_records if r.system == spec.name]
+        if ood:
+            out_systems[spec.name]["ood"] = {"summary": summarize(ood), "by_kind": breakdown(ood, "qtype")}
     by_system = {name: [r for r in records if r.system == name] for name in out_systems}
     paired = [
         {"a": a, "b": b, **{m: paired_difference(by_system[a], by_system[b], m) for m in ("em", "f1")}}
@@ -187,6 +196,11 @@ def evaluate_systems(
         "judge_model": judge_model,
         "normalisation": NORMALISATION,
         "records": [r.to_dict() for r in records],
+        "ood": {
+            "questions": len(ood_rows),
+            "rules": sorted({str(r.get("rule")) for r in ood_rows}),
+            "records": [r.to_dict() for r in ood_records],
+        },
     }
 
 
@@ -312,9 +326,11 @@ def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str 
 def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir: Path) -> dict[str, Any]:
     """An evaluation artifact's summary: its files (relative to the artifact's folder), the
     side-by-side table, the question count, seeds and judge."""
-    from components.evaluation.report import main_table, relative_files
+    from components.evaluation.report import main_table, ood_table, relative_files
 
+    ood = report.get("ood") or {}
     return {
+        **({"ood": ood_table(report), "ood_questions": ood["questions"]} if ood.get("questions") else {}),
         "files": relative_files(files, out_dir),
         "systems": main_table(report),
         "questions": len(report["order"]),
@@ -353,6 +369,22 @@ def evaluation_rows(config: EvalConfig, inputs: Mapping[str, Artifact]) -> tuple
     return split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path)), []
 
 
+def ood_evaluation_rows(config: EvalConfig, db_location: str) -> list[dict[str, Any]]:
+    """``config.ood_questions`` OOD rows generated on the snapshot (seeded by ``config.seed``)."""
+    if not config.ood_questions:
+        return []
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.evaluation.ood import ood_questions
+    from components.graph import open_backend
+
+    backend = open_backend(db_location)
+    try:
+        schema = backend.schema()
+        return ood_questions(ReadOnlyQueryPath(backend, schema=schema), schema, config.ood_questions, seed=config.seed)
+    finally:
+        backend.close()
+
+
 def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: Path, ctx: BuildContext) -> Artifact:
     """The ``eval_reports`` layer: :func:`evaluate_systems` of :func:`eval_systems` on the test
     split of the ``curriculum`` input, on the ``snapshot`` graph; writes the report files."""
@@ -376,6 +408,7 @@ def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: 
         judge_model_dir=judge_dir(plan.evaluate, ctx.data_root),
         progress=lambda name, s: ctx.log(f"{name}: {s:.1f} s"),
         pairs=PAIRS,
+        ood_rows=ood_evaluation_rows(plan.evaluate, str(inputs["snapshot"].path)),
     )
     report["questions_source"] = plan.evaluate.questions or "the test split"
     report["questions_skipped"] = skipped

@@ -181,3 +181,35 @@ def test_transfer_matrix(setup, tmp_path: Path) -> None:
     assert all(c["em"] == 0.0 and c["em_ci"] == (0.0, 0.0) for c in matrix["cells"])  # a random model
     paths = write_transfer_report(matrix, tmp_path / "t")
     assert Path(paths["heatmap"]).stat().st_size > 0 and "train \\ test" in Path(paths["markdown"]).read_text()
+
+
+def test_ood_questions_are_answered_and_reported_apart(setup, tmp_path: Path) -> None:
+    from components.evaluation.report import markdown_report
+
+    db, model = setup
+    ood = [
+        {
+            "id": "ood-recommend_similar-0000",
+            "question": 'Which authors would you suggest to someone who likes the author "Ann Lee"?',
+            "answer": "Bob Stone",
+            "answer_type": "set",
+            "qtype": "ood:recommend_similar",
+            "ood": True,
+            "rule": "the 3 other authors sharing the most papers with it",
+        }
+    ]
+    systems = [
+        SystemSpec("full", "python_cypher", str(model)),
+        SystemSpec("tiny", "python_cypher", str(model), mechanics=True),
+    ]
+    config = EvalConfig(samples=2, max_turns=2, max_new_tokens=8, threads=1, judge=False, mechanics_questions=1)
+    report = evaluate_systems(systems, ROWS, str(db), config, judge_model_dir=None, ood_rows=ood)
+    full = report["systems"]["full"]
+    assert full["summary"]["questions"] == 2 and full["summary"]["records"] == 4  # the main table is untouched
+    assert full["ood"]["summary"]["questions"] == 1 and full["ood"]["summary"]["records"] == 2
+    assert "ood:recommend_similar" in full["ood"]["by_kind"] and full["ood"]["summary"]["rouge_l"] is not None
+    assert "ood" not in report["systems"]["tiny"]  # mechanics-only systems skip them
+    assert report["ood"]["questions"] == 1 and len(report["ood"]["records"]) == 2
+    assert all(r["question_id"] != ood[0]["id"] for r in report["records"])
+    text = markdown_report(report, "t")
+    assert "## Out-of-distribution questions (evaluated only, never trained on)" in text and "| full |" in text
