@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +59,12 @@ PROGRESS_KEYS = {
 }
 
 
-def progress_callback(label: str) -> Any:
+def progress_callback(label: str, extra: Callable[[], Mapping[str, float]] | None = None) -> Any:
     """A ``TrainerCallback`` writing one line per optimizer step to stderr — ``[grpo] step 3/24:
     loss 0.012, reward 0.41, kl 0.0003, zero-std groups 0.5 (412 s)`` — so a long training run
     shows its progress (in the terminal, and in the Dagster UI's captured stderr of the step);
-    stdout stays free for the CLI's JSON lines."""
+    stdout stays free for the CLI's JSON lines. ``extra()`` adds the latest rollouts' rates
+    (multi-turn GRPO: tool-call rate, valid format)."""
     from transformers import TrainerCallback
 
     class Progress(TrainerCallback):
@@ -77,6 +79,8 @@ def progress_callback(label: str) -> Any:
             shown = [
                 f"{name} {logs[k]:.4g}" for k, name in PROGRESS_KEYS.items() if isinstance(logs.get(k), int | float)
             ]
+            more = extra() if extra is not None else {}
+            shown += [f"{k.replace('_', ' ')} {more[k]:.2f}" for k in ("tool_call_rate", "valid_format") if k in more]
             elapsed = time.perf_counter() - self.t0
             print(
                 f"[{label}] step {state.global_step}/{state.max_steps}: {', '.join(shown)} ({elapsed:.0f} s)",
@@ -87,7 +91,9 @@ def progress_callback(label: str) -> Any:
     return Progress()
 
 
-def train_and_save(trainer: Any, tokenizer: Any, output_dir: str | Path) -> list[dict[str, Any]]:
+def train_and_save(
+    trainer: Any, tokenizer: Any, output_dir: str | Path, extra: Callable[[], Mapping[str, float]] | None = None
+) -> list[dict[str, Any]]:
     """Train without printing log dicts to stdout (the CLI's stdout is JSON lines; one progress
     line per step goes to stderr, :func:`progress_callback`), save the model and tokenizer, and
     return the log history."""
@@ -96,7 +102,7 @@ def train_and_save(trainer: Any, tokenizer: Any, output_dir: str | Path) -> list
     trainer.remove_callback(PrinterCallback)
     name = type(trainer).__name__.lower()
     label = next((k for k in ("grpo", "dpo", "sft") if k in name), "train")
-    trainer.add_callback(progress_callback(label))
+    trainer.add_callback(progress_callback(label, extra))
     trainer.train()
     trainer.save_model(str(output_dir))
     tokenizer.save_pretrained(str(output_dir))

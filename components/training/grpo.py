@@ -404,7 +404,8 @@ def run_grpo(
     )
     if curve is not None:
         curve.trainer = trainer
-    log = train_and_save(trainer, tokenizer, output_dir)
+    latest = None if multi_turn is None else (lambda: multi_turn.history[-1] if multi_turn.history else {})
+    log = train_and_save(trainer, tokenizer, output_dir, latest)
     return TrainResult(
         str(output_dir),
         int(trainer.state.global_step),

@@ -113,7 +113,9 @@ def test_grpo_raises_a_shaped_toy_reward(tiny_model: Path, tmp_path: Path, capfd
     assert last > first + 0.3, result.rewards
 
 
-def test_multi_turn_grpo_masks_environment_tokens(tiny_model: Path, tmp_path: Path) -> None:
+def test_multi_turn_grpo_masks_environment_tokens(
+    tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture
+) -> None:
     """GRPO through TRL's rollout_func with the real Graph-CoT environment: the completions the
     rewards see contain the environment's tokens, while TRL counts (and trains on) the model's
     tokens only — env_mask reached it."""
@@ -150,6 +152,8 @@ def test_multi_turn_grpo_masks_environment_tokens(tiny_model: Path, tmp_path: Pa
     assert result.steps == 2 and len(seen["lengths"]) == 8 and seen["valid_format"] == [False] * 8
     logged_max = max(h["completions/max_length"] for h in result.log if "completions/max_length" in h)
     assert logged_max <= 3 * 12 < max(seen["lengths"])  # model tokens only vs model + environment
+    progress = [line for line in capfd.readouterr().err.splitlines() if line.startswith("[grpo] step")]
+    assert len(progress) == 2 and "tool call rate 0.00" in progress[-1] and "valid format 0.00" in progress[-1]
 
 
 def test_dpo_raises_the_margin_and_scores_model_tokens_only(tiny_model: Path, tmp_path: Path) -> None:
