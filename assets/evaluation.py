@@ -51,8 +51,8 @@ GRIT_DESCRIPTION = (
     "structure recovery (node-F1, edge-F1, exact), CIs over seeds."
 )
 TRANSFER_DESCRIPTION = (
-    "Train-domain × test-domain transfer: EM / F1 (95 % CI) of each domain's GraphCert checkpoint on every domain's "
-    "test questions; table and heat-map."
+    "Train-domain × test-domain transfer: EM / F1 (95 % CI) of each domain's GraphCert and GraphDancer (stage 1) "
+    "checkpoints on every domain's test questions; table and heat-map."
 )
 CELLS = [("train", "string"), ("test", "string"), ("questions", "int")] + [(m, "float") for m in ("em", "f1", "vf")]
 
@@ -108,8 +108,8 @@ def grit_eval_asset(train: TrainConfig, config: EvalConfig) -> list:
 
 
 def transfer_matrix_asset(domains: list[str], config: EvalConfig) -> list:
-    """``transfer/matrix``: every domain's GraphCert checkpoint on every domain's held-out test
-    split and graph (the default domain's evaluation settings)."""
+    """``transfer/matrix``: every domain's GraphCert and GraphDancer stage-1 checkpoints on every
+    domain's held-out test split and graph (the default domain's evaluation settings)."""
     plan, key = TransferPlan(config, tuple(domains)), dg.AssetKey([TRANSFER_PREFIX, "matrix"])
     ins = {name: reads(d, what)[what] for d in domains for what, name in transfer_inputs(d).items()}
 

@@ -268,6 +268,8 @@ def eval_systems(
     trained on the current preference pairs. Stages ``train`` runs on the tiny model carry
     :data:`MECHANICS_NOTE`; with ``only``, every other system is listed as not evaluated."""
     systems = _all_systems(inputs, base_model, few_shot)
+    if train is not None and train.dancer_stage1 == "ppo":  # the method text names what ran
+        systems = [replace(s, method="GraphDancer stage 1 (PPO)") if s.name == "graphdancer-rl" else s for s in systems]
     if train is not None:
         stage_of = {"graphdancer-rl": "graphdancer_rl", "graphdancer-rl→dpo": "graphdancer_dpo"}
         systems = [

@@ -1,6 +1,8 @@
-"""The train-domain × test-domain transfer matrix: each domain's trained solver answers
-every domain's held-out test questions on that domain's graph, in the Python + Cypher sandbox,
-with the same sampling as the per-domain reports.
+"""The train-domain × test-domain transfer matrix: each domain's trained solvers — its GraphCert
+GRPO checkpoint and its GraphDancer stage-1 checkpoint (GraphDancer's own evaluation setting:
+train on one domain, test on the unseen others) — answer every domain's held-out test questions
+on that domain's graph, in the Python + Cypher sandbox, with the same sampling as the per-domain
+reports. A row is ``"<train domain>: <method>"``.
 
 :func:`transfer_matrix` returns one cell per (train, test) pair with EM, F1, VF and their 95 %
 bootstrap CIs; :func:`write_transfer_report` writes the table (Markdown, self-contained HTML) and
@@ -111,8 +113,8 @@ def write_transfer_report(matrix: Mapping[str, Any], folder: Path) -> dict[str, 
             f"# {title}",
             "",
             f"- Decoding: {json.dumps(matrix['decoding'])}",
-            "- Cells: EM [95 % CI] · F1 of the train domain's GraphCert checkpoint on the test domain's "
-            "held-out questions and graph.",
+            "- Cells: EM [95 % CI] · F1 of the train domain's checkpoint (GraphCert GRPO, or GraphDancer "
+            "stage 1) on the test domain's held-out questions and graph; the diagonal is in-domain.",
             "",
             md_table(rows),
             "",
@@ -133,7 +135,9 @@ def write_transfer_report(matrix: Mapping[str, Any], folder: Path) -> dict[str, 
 # -- the layer -------------------------------------------------------------------------------
 
 #: what the matrix reads of each domain: input-name suffix → the domain's layer
-TRANSFER_READS: Final = ("graphcert", "snapshot", "curriculum", "certified")
+TRANSFER_READS: Final = ("graphcert", "dancer_rl", "snapshot", "curriculum", "certified")
+#: the solvers each domain contributes rows for: input-name suffix → row label
+SOLVERS: Final = {"graphcert": "GraphCert", "dancer_rl": "GraphDancer"}
 
 
 def transfer_inputs(domain: str) -> dict[str, str]:
@@ -153,15 +157,16 @@ class TransferPlan:
 def build_transfer_matrix(
     inputs: Mapping[str, Artifact], plan: TransferPlan, out_dir: Path, ctx: BuildContext
 ) -> Artifact:
-    """The transfer layer: each domain's GraphCert checkpoint on every domain's test split
-    (:func:`transfer_matrix`); writes the table, the report and the heat-map."""
+    """The transfer layer: each domain's GraphCert and GraphDancer checkpoints on every domain's
+    test split (:func:`transfer_matrix`); writes the table, the report and the heat-map."""
     from components.evaluation.questions import split_questions
     from components.evaluation.report import relative_files
 
     models, tests = {}, {}
     for d in plan.domains:
         name = transfer_inputs(d)
-        models[d] = str(inputs[name["graphcert"]].path)
+        for what, label in SOLVERS.items():
+            models[f"{d}: {label}"] = str(inputs[name[what]].path)
         tests[d] = (
             str(inputs[name["snapshot"]].path),
             split_questions(str(inputs[name["curriculum"]].path), str(inputs[name["certified"]].path)),

@@ -5,6 +5,7 @@ preference pairs, and GRAIN on the GRIT-style tasks."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -210,6 +211,9 @@ def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -
     assert all("eval.systems" in systems[n].note for n in skipped)
     everything = {s.name: s for s in eval_systems(inputs, "/models/base", train=train)}
     assert everything["ablation: strict-only"].note == MECHANICS_NOTE and everything["graphdancer-rl→dpo"].model_dir
+    assert everything["graphdancer-rl"].method == "GraphDancer stage 1 (GRPO)"
+    ppo = {s.name: s for s in eval_systems(inputs, "/models/base", train=replace(train, dancer_stage1="ppo"))}
+    assert ppo["graphdancer-rl"].method == "GraphDancer stage 1 (PPO)"  # the report names what ran
     with pytest.raises(ValueError, match="unknown systems"):
         eval_systems(inputs, "/models/base", only=["sft"])
     with pytest.raises(ValueError, match="list of system names"):

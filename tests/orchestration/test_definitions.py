@@ -107,7 +107,7 @@ def test_asset_graph_snapshot() -> None:
     assert graph.get(dg.AssetKey(["transfer", "matrix"])).parent_keys == {
         dg.AssetKey([d, a])
         for d in domains
-        for a in ("graphcert_grpo", "graph_snapshot", "curriculum_splits", "certified_dataset")
+        for a in ("graphcert_grpo", "graphdancer_rl", "graph_snapshot", "curriculum_splits", "certified_dataset")
     }
 
 
