@@ -57,7 +57,7 @@ def table(report: dict[str, Any]) -> list[str]:
         "| system | EM [95 % CI] | F1 [95 % CI] | valid format | tool calls | questions × samples |",
         "|---|---|---|---|---|---|",
     ]
-    for name in report["order"]:
+    for name in report["systems"]:  # in report order (report["order"] is the questions' order)
         entry = report["systems"][name]
         s = entry.get("summary")
         if not entry.get("available") or not s:
