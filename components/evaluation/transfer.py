@@ -114,7 +114,7 @@ def write_transfer_report(matrix: Mapping[str, Any], folder: Path) -> dict[str, 
             "",
             f"- Decoding: {json.dumps(matrix['decoding'])}",
             "- Cells: EM [95 % CI] · F1 of the train domain's checkpoint (GraphCert GRPO, or GraphDancer "
-            "stage 1) on the test domain's held-out questions and graph; the diagonal is in-domain.",
+            "stage 1) on the test domain's held-out questions and graph; a row's own domain is in-domain.",
             "",
             md_table(rows),
             "",
