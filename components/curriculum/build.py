@@ -208,11 +208,12 @@ def measure_levels(
         item["estimated_level"] = item["level"]
         traj = measured.get(item["id"])
         item["level_source"] = "measured" if traj else "estimated"
-        item["trajectory_json"] = json.dumps(traj.to_dict() if traj else None, ensure_ascii=False)
-        if traj:
-            item["level"] = traj.level
-            item["rounds"] = len(traj.rounds)
-            item["e_rounds"] = traj.to_dict()["round_kinds"].count("E")
+        record = traj.to_dict() if traj else None
+        item["trajectory_json"] = json.dumps(record, ensure_ascii=False)
+        if record:
+            item["level"] = record["level"]
+            item["rounds"] = len(record["rounds"])
+            item["e_rounds"] = record["round_kinds"].count("E")
     if ctx is not None:
         ctx.log(f"teacher trajectories: {len(trajectories)} of {len(items)} items ({len(excluded)} excluded)")
     return {

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
 
-from components.curriculum.sampler import LEVELS, level_of
+from components.curriculum.sampler import LEVELS, level_of, round_kinds
 from components.graph.errors import GraphError
 from components.graph.schema import quote_identifier
 from components.quizzer.answers import answers_agree, parse_answer
@@ -153,7 +153,7 @@ class Trajectory:
             "rounds": [r.to_dict() for r in self.rounds],
             "answer": self.answer_text,
             "level": self.level,
-            "round_kinds": ["S" if len(set(u)) == 1 else "E" if u else "" for u in self.returned],
+            "round_kinds": round_kinds(self.returned),
         }
 
 
@@ -170,7 +170,6 @@ class _Walk:
     """The calls of one trajectory under construction."""
 
     api: GraphCoT
-    item: Mapping[str, Any]
     max_rounds: int
     rounds: list[Round] = field(default_factory=list)
 
@@ -193,8 +192,7 @@ class _Walk:
         return want
 
     def neighbours(self, node: str, hop: tuple[str, str]) -> list[str]:
-        rel, direction = hop
-        arg = f"{rel}->" if direction == "out" else f"<-{rel}"
+        rel, arg = hop[0], _neighbor_type(hop)
         got = self.call(f"Next, the {rel} neighbours of {node}.", "NeighborCheck", node, arg)
         if got.truncated:
             raise _Excluded("truncated", f"NeighborCheck[{node}, {arg}] was cut at the row limit")
@@ -205,10 +203,15 @@ class _Walk:
         return _after_are(got.observation)
 
     def degree(self, node: str, hop: tuple[str, str]) -> int:
-        rel, direction = hop
-        arg = f"{rel}->" if direction == "out" else f"<-{rel}"
+        rel, arg = hop[0], _neighbor_type(hop)
         got = self.call(f"I need how many {rel} neighbours {node} has.", "NodeDegree", node, arg)
         return int(_after_are(got.observation))
+
+
+def _neighbor_type(hop: tuple[str, str]) -> str:
+    """A ``(type, direction)`` hop as Graph-CoT's directed neighbour type: ``TYPE->`` / ``<-TYPE``."""
+    rel, direction = hop
+    return f"{rel}->" if direction == "out" else f"<-{rel}"
 
 
 def _after_are(observation: str) -> str:
@@ -247,14 +250,10 @@ class _Evidence:
         for var, label, _prop, param in _ANCHOR.findall(query):
             if param in self.params:
                 self.anchors[var] = (label, self.params[param])
-        self.labels: dict[str, str] = {}
         self.hops: list[tuple[str, str, str, str]] = []  # (a, rel, b, direction seen from a)
         for m in _TRIPLE.finditer(query):
-            a, a_label, _, _, left, rel, right = m.groups()[:7]
-            b, b_label = m.group(8), m.group(9)
-            for v, lb in ((a, a_label), (b, b_label)):
-                if lb:
-                    self.labels.setdefault(v, lb)
+            a, _, _, _, left, rel, right = m.groups()[:7]
+            b = m.group(8)
             if left == "<-" and right == "-":
                 self.hops.append((a, rel, b, "in"))
             elif left == "-" and right == "->":
@@ -292,7 +291,7 @@ class _Evidence:
             seen.add(nxt[0])
 
 
-def _score_of(walk: _Walk, ev: _Evidence, var: str, node: str, expr: str) -> float:
+def _score_of(walk: _Walk, node: str, expr: str) -> float:
     """A comparison / ranking score: ``v.prop`` or ``COUNT { (v)-[:T]-(_x) }`` for ``node``."""
     prop = _PROP.match(expr.strip())
     if prop:
@@ -427,9 +426,9 @@ def _comparison(walk: _Walk, family: str, ev: _Evidence, answer_type: str) -> An
         label = re.search(r"MATCH \((\w+):`([^`]+)`\) WHERE \w+\.`\w+` IN \$ids", q)
         if not rank or not label or not ids:
             raise _Excluded("not_expressible", "comparison ranking not recognised")
-        var, lab = label.groups()
+        lab = label.group(2)
         nodes = [walk.retrieve(lab, i) for i in ids]
-        scores = {n: _score_of(walk, ev, var, n, rank.group(3)) for n in nodes}
+        scores = {n: _score_of(walk, n, rank.group(3)) for n in nodes}
         top = max(nodes, key=lambda n: scores[n])
         return scores[top] if answer_type == "number" else walk.feature(top, rank.group(2))
     if family == "comparison_difference_set":
@@ -455,15 +454,15 @@ def _comparison(walk: _Walk, family: str, ev: _Evidence, answer_type: str) -> An
         which = _WHICH.search(q)
         if not which:
             raise _Excluded("not_expressible", "comparison not recognised")
-        va = _score_of(walk, ev, "a", nodes["a"], which.group(1))
-        vb = _score_of(walk, ev, "b", nodes["b"], which.group(2))
+        va = _score_of(walk, nodes["a"], which.group(1))
+        vb = _score_of(walk, nodes["b"], which.group(2))
         return walk.feature(nodes["a"] if va > vb else nodes["b"], which.group(3))
     if ret.startswith("abs(") and " - " in ret:
         left, right = ret[4:-1].split(" - ", 1)
-        return abs(_score_of(walk, ev, "a", nodes["a"], left) - _score_of(walk, ev, "b", nodes["b"], right))
+        return abs(_score_of(walk, nodes["a"], left) - _score_of(walk, nodes["b"], right))
     if " > " in ret:
         left, right = ret.split(" > ", 1)
-        return _score_of(walk, ev, "a", nodes["a"], left) > _score_of(walk, ev, "b", nodes["b"], right)
+        return _score_of(walk, nodes["a"], left) > _score_of(walk, nodes["b"], right)
     raise _Excluded("not_expressible", f"comparison {ret!r}")
 
 
@@ -496,7 +495,7 @@ def teacher_trajectory(item: Mapping[str, Any], api: GraphCoT, *, max_rounds: in
     """
     item_id, family = str(item.get("id", "")), "unknown"
     answer_type = str(item.get("answer_type", ""))
-    walk = _Walk(api, item, max_rounds)
+    walk = _Walk(api, max_rounds)
     try:
         family = _family(item) or "unknown"
         evidence = _evidence(item)

@@ -102,6 +102,7 @@ def ood_questions(query_path: ReadOnlyQueryPath, schema: GraphSchema, n: int, *,
     ]
     if n <= 0 or not combos:
         return []
+    queries = [_queries(schema, anchor, t)[kind] for anchor, t, kind in combos]  # one text per combination
     rng = random.Random(seed)
     names = choose_text_properties(schema)
     pools: dict[str, list[Any]] = {}
@@ -124,7 +125,7 @@ def ood_questions(query_path: ReadOnlyQueryPath, schema: GraphSchema, n: int, *,
             continue
         node_id, node_name = pool[cursor[c]]
         cursor[c] += 1
-        rows = query_path.run(_queries(schema, anchor, t)[kind], {"id": node_id}, limit=TOP + 1).rows
+        rows = query_path.run(queries[c], {"id": node_id}, limit=TOP + 1).rows
         ref = [str(r[0]) for r in rows[:TOP] if r[0] is not None]
         if node_name is None or len(ref) < 2 or (len(rows) > TOP and rows[TOP][1] == rows[TOP - 1][1]):
             continue  # too few, or a tie at the cut would make the reference arbitrary
