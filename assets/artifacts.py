@@ -166,6 +166,7 @@ READS = {
     "dancer_dpo": "graphdancer_dpo",
     "pairs": "preference_pairs",
     "ablations": "ablations",
+    "dancer_ablations": "dancer_ablations",
     "tasks": "tasks",
     "grain": "grain_checkpoint",
 }

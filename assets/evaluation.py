@@ -40,11 +40,13 @@ EVAL_READS = (
     "dancer_dpo",
     "pairs",
     "ablations",
+    "dancer_ablations",
 )
 EVAL_DESCRIPTION = (
     "{domain}: the base model, zero-shot Graph-CoT, GraphRAG and every trained checkpoint (SFT-only, GraphCert GRPO, "
-    "GraphDancer RL and RL→DPO, configured ablations) on the held-out test split — F1, EM (normalised and raw), "
-    "ROUGE-L, LLM judge, EH, P(EM|EH), VF, VC, outcomes, breakdowns, CIs over seeds."
+    "GraphDancer warm start, RL and RL→DPO in its environment, configured ablations of both) on the held-out "
+    "test split — F1, EM (normalised and raw), ROUGE-L, LLM judge, EH, P(EM|EH), VF, VC, outcomes, breakdowns, "
+    "CIs over seeds."
 )
 GRIT_DESCRIPTION = (
     "GRIT-style evaluation: accuracy per task and naming scheme, variance across namings, ID vs OOD-scenario gap, "

@@ -18,6 +18,7 @@ from components.store.artifact import Artifact, Layer
 from components.training import stages
 from components.training.ablations import ABLATIONS, Ablation, AblationPlan
 from components.training.checkpoint import CHECKPOINTS, CURVE_KEYS, VALIDATION_KEYS, TrainConfig
+from components.training.dancer_ablations import DANCER_ABLATION_LAYER, LABELS
 from components.training.preferences import PREFERENCE_PAIRS
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "GRAPHCERT",
     "GROUP",
     "ablations_asset",
+    "dancer_ablations_asset",
     "checkpoint_metadata",
     "checkpoints_asset",
     "checkpoints_key",
@@ -69,6 +71,11 @@ ABLATION_COLUMNS = [(c, "string") for c in ("name", "data", "reward", "budget")]
     ("items", "int"),
     ("last_reward", "float"),
     ("wall_s", "float"),
+]
+
+
+DANCER_ABLATION_COLUMNS = [("ablation", "string"), ("trained", "bool"), ("folder", "string"), ("pairs", "int")] + [
+    ("note", "string")
 ]
 
 
@@ -229,6 +236,34 @@ def preference_pairs_asset(domain: str, train: TrainConfig) -> list:
         return artifact_output(art, _pairs_metadata(art))
 
     return [_pairs]
+
+
+def dancer_ablations_asset(domain: str, train: TrainConfig) -> list:
+    """``<domain>/dancer_ablations``: GraphDancer's NoPPO / NoDPO / NoCurriculum ablations
+    (``train.dancer_ablations``) from its warm start. With none configured it materializes an
+    empty set, so every domain has the same assets."""
+    ins = reads(domain, "stage1", "checkpoint", "curriculum", "snapshot")
+    listed = ", ".join(LABELS[a] for a in train.dancer_ablations) or "none configured (train.dancer_ablations: list)"
+    text = "{domain}: GraphDancer ablations — " + listed + " (components/training/dancer_ablations.py)"
+
+    @_asset(DANCER_ABLATION_LAYER, stage_key(domain, "dancer_ablations"), ins, {"pytorch"}, text)
+    def _dancer_ablations(
+        context: dg.AssetExecutionContext, store: ArtifactStore, **inputs: Artifact
+    ) -> dg.Output[Artifact]:
+        art = materialize_asset(context, store, DANCER_ABLATION_LAYER, inputs, train)
+        rows = [
+            {
+                "ablation": a["label"],
+                "trained": a["trained"],
+                "folder": a["folder"] or a.get("same_as") or "",
+                "pairs": a.get("pairs"),
+                "note": a.get("stage") or a.get("reason") or "",
+            }
+            for a in art.summary["ablations"]
+        ]
+        return artifact_output(art, {"ablations": records_table(rows, DANCER_ABLATION_COLUMNS)})
+
+    return [_dancer_ablations]
 
 
 def grain_checkpoint_asset(train: TrainConfig) -> list:

@@ -15,6 +15,7 @@ from assets.training import (
     ablations_asset,
     checkpoints_asset,
     curriculum_splits_asset,
+    dancer_ablations_asset,
     grain_checkpoint_asset,
     preference_pairs_asset,
     rl_stage_assets,
@@ -37,6 +38,7 @@ def domain_assets(cfg: DomainConfig) -> list:
         *checkpoints_asset(cfg.name, cfg.train),
         *rl_stage_assets(cfg.name, cfg.train),
         *ablations_asset(cfg.name, cfg.train, cfg.ablations),
+        *dancer_ablations_asset(cfg.name, cfg.train),
         *preference_pairs_asset(cfg.name, cfg.train),
         *eval_reports_asset(cfg.name, cfg.train, cfg.evaluate),
     ]

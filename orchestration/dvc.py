@@ -30,6 +30,7 @@ from components.store.digest import code_files
 from components.training import stages
 from components.training.ablations import ABLATIONS
 from components.training.checkpoint import CHECKPOINTS
+from components.training.dancer_ablations import DANCER_ABLATION_LAYER
 from components.training.preferences import PREFERENCE_PAIRS
 
 __all__ = ["STAGES", "dvc_yaml", "main"]
@@ -49,6 +50,7 @@ LAYERS: dict[str, Layer] = {
     "preference_pairs": PREFERENCE_PAIRS,
     "graphdancer_dpo": stages.GRAPHDANCER_DPO,
     "ablations": ABLATIONS,
+    "dancer_ablations": DANCER_ABLATION_LAYER,
     "eval_reports": EVAL_REPORTS,
     "tasks": GRIT_TASKS,
     "grain_checkpoint": stages.GRAIN_CHECKPOINT,
@@ -56,7 +58,15 @@ LAYERS: dict[str, Layer] = {
     "matrix": TRANSFER_MATRIX,
 }
 #: model folders: hashed in dvc.lock, not copied into DVC's cache
-UNCACHED = {"checkpoints", "graphcert_grpo", "graphdancer_rl", "graphdancer_dpo", "ablations", "grain_checkpoint"}
+UNCACHED = {
+    "checkpoints",
+    "graphcert_grpo",
+    "graphdancer_rl",
+    "graphdancer_dpo",
+    "ablations",
+    "dancer_ablations",
+    "grain_checkpoint",
+}
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("graphcert", ["graphcert_grpo"], ["train"]),
     Stage("graphdancer", ["graphdancer_rl", "preference_pairs", "graphdancer_dpo"], ["train"]),
     Stage("ablations", ["ablations"], ["train", "ablations"]),
+    Stage("dancer_ablations", ["dancer_ablations"], ["train"]),
     Stage("evaluation", ["eval_reports"], ["train", "eval"]),
     Stage(
         "grit",

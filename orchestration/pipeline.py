@@ -74,6 +74,7 @@ HEADLINES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "curriculum_splits": lambda m: f"{_num(m['items'])} items",
     "preference_pairs": lambda m: f"{_num(m['pairs'])} pairs from {_num(m['questions'])} questions",
     "ablations": lambda m: f"{_num(m['checkpoints'])} ablation checkpoints",
+    "dancer_ablations": lambda m: f"{_num(m['checkpoints'])} GraphDancer ablation checkpoints",
     "tasks": lambda m: f"{_num(m['items'])} tasks",
     "eval_reports": lambda m: f"questions: {_num(m['questions'])}, answers: {_num(m['records'])}",
     "eval_report": lambda m: f"{_num(m['items'])} items, {_num(m['records'])} answers",

@@ -152,6 +152,7 @@ class Trajectory:
             "family": self.family,
             "rounds": [r.to_dict() for r in self.rounds],
             "answer": self.answer_text,
+            "final_think": self.final_think,
             "level": self.level,
             "round_kinds": round_kinds(self.returned),
         }

@@ -61,6 +61,12 @@ class SystemSpec:
     system_prompt: str | None = None  # e.g. worked examples (the few-shot baseline)
     #: trained by a ``mechanics_only`` stage: answers ``mechanics_questions`` questions once
     mechanics: bool = False
+    #: another system of the same report whose answers this row reuses (the same checkpoint
+    #: under a second name, e.g. the NoDPO ablation = stage 1): nothing is sampled twice
+    same_as: str | None = None
+    #: the turn budget of this system's episodes (None: ``eval.max_turns``): GraphDancer in the
+    #: Graph-CoT environment is evaluated with the turns it trained with
+    max_turns: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -140,13 +146,18 @@ def evaluate_systems(
         for spec in systems:
             if spec.model_dir is None:
                 continue
+            if spec.same_as:
+                wall[spec.name] = 0.0
+                continue
             t0 = time.perf_counter()
             subset, own = (
                 (rows[: config.mechanics_questions], replace(config, samples=1)) if spec.mechanics else (rows, config)
             )
+            if spec.max_turns:
+                own = replace(own, max_turns=spec.max_turns)
             recs = _run_system(spec, subset, db_location, own, {"api": api})
             if ood_rows and not spec.mechanics:
-                ood_records += _run_system(spec, list(ood_rows), db_location, config, {"api": api})
+                ood_records += _run_system(spec, list(ood_rows), db_location, own, {"api": api})
             wall[spec.name] = time.perf_counter() - t0
             records += recs
             if progress is not None:
@@ -162,6 +173,10 @@ def evaluate_systems(
             judge_model = judge.model_name
         finally:
             judge_llm.close()
+    for spec in systems:  # rows that reuse another row's (judged) answers
+        if spec.same_as and spec.model_dir is not None:
+            records += [replace(r, system=spec.name) for r in records if r.system == spec.same_as]
+            ood_records += [replace(r, system=spec.name) for r in ood_records if r.system == spec.same_as]
     for spec in systems:  # in the given order
         if spec.model_dir is None:
             out_systems[spec.name] = {"available": False, "note": spec.note, "kind": spec.kind, "method": spec.method}
@@ -244,6 +259,9 @@ PAIRS: Final = (
     ("sft-only", "base (before training)"),
     ("graphcert-grpo", "sft-only"),
     ("graphdancer-rl→dpo", "graphdancer-rl"),
+    # GraphDancer in its own environment (train.dancer_env: graph_cot): each stage against the one before
+    ("graphdancer warm start", "graph-cot zero-shot"),
+    ("graphdancer-rl", "graphdancer warm start"),
 )
 
 
@@ -268,10 +286,13 @@ def eval_systems(
     trained on the current preference pairs. Stages ``train`` runs on the tiny model carry
     :data:`MECHANICS_NOTE`; with ``only``, every other system is listed as not evaluated."""
     systems = _all_systems(inputs, base_model, few_shot)
-    if train is not None and train.dancer_stage1 == "ppo":  # the method text names what ran
-        systems = [replace(s, method="GraphDancer stage 1 (PPO)") if s.name == "graphdancer-rl" else s for s in systems]
     if train is not None:
-        stage_of = {"graphdancer-rl": "graphdancer_rl", "graphdancer-rl→dpo": "graphdancer_dpo"}
+        systems = _dancer_systems(systems, inputs, train)
+        stage_of = {
+            "graphdancer-rl": "graphdancer_rl",
+            "graphdancer warm start": "graphdancer_rl",
+            "graphdancer-rl→dpo": "graphdancer_dpo",
+        }
         systems = [
             replace(s, note=MECHANICS_NOTE, mechanics=True)
             if s.model_dir
@@ -288,6 +309,76 @@ def eval_systems(
         s if s.name in only else replace(s, model_dir=None, note="not evaluated in this domain's config (eval.systems)")
         for s in systems
     ]
+
+
+def _dancer_systems(systems: list[SystemSpec], inputs: Mapping[str, Artifact], train: TrainConfig) -> list[SystemSpec]:
+    """GraphDancer's rows as ``train`` ran them: each method text names the stage-1 algorithm and
+    the environment; with ``dancer_env: graph_cot`` the rows play the Graph-CoT API with the
+    ``dancer_turns`` budget (the zero-shot Graph-CoT base row too, so each stage is compared in one
+    setting), a ``graphdancer warm start`` row joins, and the ablations' rows follow."""
+    from components.training.stages import DANCER_WARM_START
+
+    algorithm = "PPO" if train.dancer_stage1 == "ppo" else "GRPO"
+    env = train.dancer_environment
+    where = "Graph-CoT API" if env == "graph_cot" else "Python + Cypher sandbox"
+    turns = int(train.resolved()["dancer_turns"]) if env == "graph_cot" else None
+    out: list[SystemSpec] = []
+    for s in systems:
+        if s.name == "graphdancer-rl":
+            if env == "graph_cot":
+                warm = Path(str(s.model_dir)) / DANCER_WARM_START
+                out.append(
+                    SystemSpec(
+                        "graphdancer warm start",
+                        "graph_cot",
+                        str(warm) if (warm / "config.json").is_file() else None,
+                        f"SFT on Graph-CoT teacher trajectories ({where})",
+                        ""
+                        if (warm / "config.json").is_file()
+                        else "not trained: the stage-1 artifact has no warm start",
+                        max_turns=turns,
+                    )
+                )
+            s = replace(s, method=f"GraphDancer stage 1 ({algorithm}, {where})")
+        elif s.name == "graphdancer-rl→dpo":
+            s = replace(s, method=f"GraphDancer {algorithm} stage 1 → DPO ({where})")
+        elif not (env == "graph_cot" and s.name == "graph-cot zero-shot"):
+            out.append(s)
+            continue
+        out.append(replace(s, kind="graph_cot", max_turns=turns) if env == "graph_cot" else s)
+    return out + _dancer_ablation_systems(inputs, train, where, turns)
+
+
+def _dancer_ablation_systems(
+    inputs: Mapping[str, Artifact], train: TrainConfig, where: str, turns: int | None
+) -> list[SystemSpec]:
+    """One row per GraphDancer ablation of the ``dancer_ablations`` input (NoDPO reuses the
+    stage-1 row's answers)."""
+    art = inputs.get("dancer_ablations")
+    if art is None:
+        return []
+    kind = "graph_cot" if train.dancer_environment == "graph_cot" else "python_cypher"
+    out = []
+    for a in art.summary.get("ablations") or []:
+        name, label = f"ablation: GraphDancer {a['label']}", a["label"]
+        if a.get("same_as"):
+            out.append(
+                SystemSpec(
+                    name,
+                    kind,
+                    str(inputs["dancer_rl"].path),
+                    f"{label}: the stage-1 checkpoint ({where})",
+                    "",
+                    same_as=a["same_as"],
+                    max_turns=turns,
+                )
+            )
+            continue
+        folder = str(art.file(a["folder"])) if a.get("folder") else None
+        what = {"NoPPO": "DPO from the warm start", "NoCurriculum": "uniform sampling in stage 1 and DPO"}[label]
+        note = "" if folder else f"not trained: {a.get('reason', 'no checkpoint')}"
+        out.append(SystemSpec(name, kind, folder, f"{label}: {what} ({where})", note, max_turns=turns))
+    return out
 
 
 def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str | None) -> list[SystemSpec]:

@@ -1,8 +1,10 @@
 """The train-domain × test-domain transfer matrix: each domain's trained solvers — its GraphCert
 GRPO checkpoint and its GraphDancer stage-1 checkpoint (GraphDancer's own evaluation setting:
 train on one domain, test on the unseen others) — answer every domain's held-out test questions
-on that domain's graph, in the Python + Cypher sandbox, with the same sampling as the per-domain
-reports. A row is ``"<train domain>: <method>"``.
+on that domain's graph, in the environment each trained in (the Python + Cypher sandbox; the
+Graph-CoT API for GraphDancer trained with ``train.dancer_env: graph_cot``,
+:func:`trained_environment`), with the same sampling as the per-domain reports. A row is
+``"<train domain>: <method>"``.
 
 :func:`transfer_matrix` returns one cell per (train, test) pair with EM, F1, VF and their 95 %
 bootstrap CIs; :func:`write_transfer_report` writes the table (Markdown, self-contained HTML) and
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +28,7 @@ __all__ = [
     "TransferPlan",
     "build_transfer_matrix",
     "transfer_inputs",
+    "trained_environment",
     "transfer_matrix",
     "write_transfer_report",
 ]
@@ -36,11 +39,13 @@ def transfer_matrix(
 ) -> dict[str, Any]:
     """``models``: train domain → model folder; ``tests``: test domain → (graph location, rows)."""
     from components.llm.transformers_backend import TransformersBackend
-    from components.rollout.runner import CODE_STOPS
-    from components.tools.episodes import python_cypher_envs
+    from components.rollout.runner import SOLVER_STOPS
+    from components.tools.episodes import solver_envs
 
     cells = []
     for train_domain, model_dir in models.items():
+        env, turns = trained_environment(model_dir)
+        own = replace(config, max_turns=turns) if turns else config
         llm = TransformersBackend(model_dir, threads=config.threads, dtype=config.precision)
         try:
             for test_domain, (db, rows) in tests.items():
@@ -48,9 +53,9 @@ def transfer_matrix(
                 if not rows:
                     cells.append({"train": train_domain, "test": test_domain, "questions": 0})
                     continue
-                with python_cypher_envs(db, max_rounds=max(1, config.max_turns - 1)) as make_env:
+                with solver_envs(env, db, max_rounds=max(1, own.max_turns - 1), threads=config.threads) as make_env:
                     recs = tool_agent_records(
-                        f"{train_domain}→{test_domain}", llm, make_env, rows, config, stops=CODE_STOPS
+                        f"{train_domain}→{test_domain}", llm, make_env, rows, own, stops=SOLVER_STOPS[env]
                     )
                 s = summarize(recs, draws=300)
                 cells.append(
@@ -65,6 +70,19 @@ def transfer_matrix(
         finally:
             llm.close()
     return {"domains_train": list(models), "domains_test": list(tests), "cells": cells, "decoding": vars(config)}
+
+
+def trained_environment(model_dir: str | Path) -> tuple[str, int | None]:
+    """``(environment, turns)`` a checkpoint trained in, from its ``training_log.json``: GraphDancer
+    with ``train.dancer_env: graph_cot`` plays the Graph-CoT API with its ``dancer_turns``;
+    everything else the Python + Cypher sandbox with the evaluation's own turns (``None``)."""
+    import json
+
+    log = Path(model_dir) / "training_log.json"
+    config = json.loads(log.read_text()).get("config", {}) if log.is_file() else {}
+    if config.get("environment") == "graph_cot":
+        return "graph_cot", int(config["dancer_turns"])
+    return "python_cypher", None
 
 
 def write_transfer_report(matrix: Mapping[str, Any], folder: Path) -> dict[str, str]:

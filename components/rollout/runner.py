@@ -36,7 +36,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from components.curriculum.sampler import level_of, round_kinds
 from components.llm.base import Generation, SamplingParams
@@ -45,6 +45,7 @@ from components.tools.env import ToolEnvironment
 
 __all__ = [
     "CODE_STOPS",
+    "SOLVER_STOPS",
     "STOPS",
     "RolloutConfig",
     "RolloutRecord",
@@ -56,6 +57,8 @@ __all__ = [
 
 STOPS = ("</graph>", "</answer>")  # tag-protocol steps (Graph-CoT, graph IR)
 CODE_STOPS = ("```\n", "</answer>")  # Python + Cypher steps end at the closing fence
+#: the stops of each solver environment a checkpoint is trained and evaluated in
+SOLVER_STOPS: Final = {"python_cypher": CODE_STOPS, "graph_cot": STOPS}
 
 
 @runtime_checkable

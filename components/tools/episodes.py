@@ -33,9 +33,12 @@ __all__ = [
     "CodeCall",
     "GraphIREnvironment",
     "IRCall",
+    "SOLVER_ENVS",
     "PythonCypherEnvironment",
+    "graph_cot_envs",
     "python_cypher_envs",
     "returned_node_ids",
+    "solver_envs",
 ]
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
@@ -220,3 +223,34 @@ def python_cypher_envs(db_location: str, *, max_rounds: int) -> Iterator[Callabl
         yield lambda: PythonCypherEnvironment(qp, schema, max_rounds=max_rounds)
     finally:
         backend.close()
+
+
+@contextmanager
+def graph_cot_envs(db_location: str, *, max_rounds: int, threads: int | None = None) -> Iterator[Callable[[], Any]]:
+    """A factory of Graph-CoT episodes (:class:`~components.tools.cot_env.GraphCoTEnvironment`)
+    over the graph at ``db_location``: one :class:`~components.tools.graph_cot.GraphCoT` API
+    (``RetrieveNode``'s embedding index built once) shared by every episode."""
+    from components.graph import open_backend
+    from components.tools.cot_env import GraphCoTEnvironment
+    from components.tools.graph_cot import GraphCoT
+    from components.tools.retriever import NodeIndex, shared_embedder
+
+    backend = open_backend(db_location)
+    try:
+        api = GraphCoT(backend, index=NodeIndex.open(backend, shared_embedder(threads=threads), progress=False))
+        yield lambda: GraphCoTEnvironment(api, max_rounds=max_rounds)
+    finally:
+        backend.close()
+
+
+#: the environments a Solver is trained and evaluated in (GraphCert's sandbox, GraphDancer's API)
+SOLVER_ENVS: Final = ("python_cypher", "graph_cot")
+
+
+def solver_envs(env: str, db_location: str, *, max_rounds: int, threads: int | None = None) -> Any:
+    """:func:`python_cypher_envs` or :func:`graph_cot_envs` by name (a context manager)."""
+    if env == "python_cypher":
+        return python_cypher_envs(db_location, max_rounds=max_rounds)
+    if env == "graph_cot":
+        return graph_cot_envs(db_location, max_rounds=max_rounds, threads=threads)
+    raise ValueError(f"unknown solver environment {env!r}; known: {list(SOLVER_ENVS)}")

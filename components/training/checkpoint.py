@@ -36,12 +36,14 @@ from components.store.fingerprint import read_parquet
 __all__ = [
     "CHECKPOINTS",
     "CURVE_KEYS",
+    "DANCER_ABLATIONS",
     "MECHANICS_STAGES",
     "VALIDATION_KEYS",
     "PRESETS",
     "TrainConfig",
     "CheckpointResult",
     "base_model_dir",
+    "sft_checkpoint",
     "stage_start",
     "build_checkpoints",
     "certified_train_rows",
@@ -54,6 +56,8 @@ __all__ = [
 OPTIONAL_BUDGETS: Final = ("rl_probe", "rl_val_questions")
 
 #: the stages a domain may run on the tiny model (``train.mechanics_only``)
+#: GraphDancer's ablations (TrainConfig.dancer_ablations)
+DANCER_ABLATIONS: Final = ("no_ppo", "no_dpo", "no_curriculum")
 MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dpo", "grain_checkpoint", "ablations")
 
 # Warm start (max_steps … max_examples), preference pairs (pair_*: questions, trajectories per
@@ -74,6 +78,8 @@ PRESETS: Final = {
         "pair_new_tokens": 48,
         "rl_steps": 2,
         "dancer_steps": 2,
+        "dancer_turns": 3,  # Graph-CoT turns of GraphDancer in its own environment (calls + answer)
+        "dancer_new_tokens": 48,  # tokens per Graph-CoT step (a thought and one call)
         "rl_questions": 8,
         "rl_generations": 2,
         "rl_batch": 4,
@@ -103,6 +109,8 @@ PRESETS: Final = {
         "pair_new_tokens": 80,
         "rl_steps": 2,
         "dancer_steps": 2,
+        "dancer_turns": 4,
+        "dancer_new_tokens": 96,
         "rl_questions": 8,
         "rl_generations": 8,
         "rl_batch": 8,
@@ -133,6 +141,8 @@ PRESETS: Final = {
         "pair_samples": 8,
         "rl_steps": 24,
         "dancer_steps": 4,
+        "dancer_turns": 5,
+        "dancer_new_tokens": 96,
         "rl_questions": 48,
         "rl_generations": 8,
         "rl_batch": 16,  # 2 questions × 8 rollouts per step: small-batch decoding is weight-bound, 16 cost ~8
@@ -161,6 +171,8 @@ PRESETS: Final = {
         "pair_new_tokens": 512,
         "rl_steps": 400,
         "dancer_steps": 200,
+        "dancer_turns": 11,
+        "dancer_new_tokens": 512,
         "rl_questions": 2000,
         "rl_generations": 8,
         "rl_batch": 64,
@@ -214,6 +226,16 @@ class TrainConfig:
     #: GraphDancer stage 1: ``grpo`` (None: the default) or ``ppo`` — PPO with a critic
     #: (components/training/ppo.py: a value head, token-level GAE, clipped policy and value losses)
     dancer_stage1: str | None = None
+    #: GraphDancer's environment: ``python_cypher`` (None: the default — its stages continue the
+    #: Cypher warm start in GraphCert's sandbox) or ``graph_cot`` — the source's Graph-CoT function
+    #: API: a warm start on the curriculum's Graph-CoT teacher trajectories (needs
+    #: ``curriculum.trajectories: true``), stage 1, the preference pairs and the evaluation rows
+    #: all in that environment, ``dancer_turns`` turns of ``dancer_new_tokens`` tokens
+    dancer_env: str | None = None
+    #: GraphDancer ablations trained beside the full pipeline (rows of the report): ``no_ppo``
+    #: (DPO straight from the warm start), ``no_dpo`` (the stage-1 checkpoint), ``no_curriculum``
+    #: (uniform sampling in both stages)
+    dancer_ablations: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
@@ -237,6 +259,16 @@ class TrainConfig:
             raise ValueError(f"dancer_stage1 must be grpo or ppo, got {self.dancer_stage1!r}")
         if self.dancer_stage1 == "grpo":  # the default, spelled out: the same fingerprints as unset
             object.__setattr__(self, "dancer_stage1", None)
+        if self.dancer_env not in (None, "python_cypher", "graph_cot"):
+            raise ValueError(f"dancer_env must be python_cypher or graph_cot, got {self.dancer_env!r}")
+        if self.dancer_env == "python_cypher":  # the default, spelled out
+            object.__setattr__(self, "dancer_env", None)
+        if isinstance(self.dancer_ablations, str):
+            raise ValueError("dancer_ablations must be a list of names")
+        object.__setattr__(self, "dancer_ablations", tuple(self.dancer_ablations))
+        bad = set(self.dancer_ablations) - set(DANCER_ABLATIONS)
+        if bad:
+            raise ValueError(f"dancer_ablations: unknown {sorted(bad)}; known: {list(DANCER_ABLATIONS)}")
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ValueError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if (self.vllm_mode or self.vllm_server_url) and self.preset != "gpu":
@@ -261,7 +293,11 @@ class TrainConfig:
     def resolved(self) -> dict[str, Any]:
         from components.llm.precision import resolve_precision
 
-        own = {k: v for k, v in asdict(self).items() if v is not None and k not in ("budgets", "mechanics_only")}
+        own = {
+            k: v
+            for k, v in asdict(self).items()
+            if v is not None and k not in ("budgets", "mechanics_only", "dancer_ablations")
+        }
         own["precision"] = resolve_precision(self.precision)  # what ran, in fingerprints and model cards
         if self.preset != "cpu-tiny":
             from components.llm.registry import model_identity
@@ -271,11 +307,15 @@ class TrainConfig:
         return {**PRESETS[self.preset], **dict(self.budgets), **own, **extra}
 
     def resolved_without_dancer(self) -> dict[str, Any]:
-        """:meth:`resolved` less the GraphDancer-only choice (``dancer_stage1``): the fingerprint
-        parameters of the stages that do not run GraphDancer (GraphCert GRPO, GRAIN, ablations)."""
-        out = self.resolved()
-        out.pop("dancer_stage1", None)
-        return out
+        """:meth:`resolved` less the GraphDancer-only choices (``dancer_*``: stage-1 algorithm,
+        environment, its turn budget): the fingerprint parameters of the stages that do not run
+        GraphDancer (GraphCert GRPO, GRAIN, ablations)."""
+        return {k: v for k, v in self.resolved().items() if not k.startswith("dancer_") or k == "dancer_steps"}
+
+    @property
+    def dancer_environment(self) -> str:
+        """GraphDancer's environment by name (``python_cypher`` or ``graph_cot``)."""
+        return self.dancer_env or "python_cypher"
 
     def mechanics(self, stage: str) -> bool:
         """Whether ``stage`` trains the tiny model in this config (``mechanics_only``)."""
@@ -286,7 +326,14 @@ class TrainConfig:
         ``cpu-tiny`` preset with its own budgets (same seed and threads)."""
         if not self.mechanics(stage):
             return self
-        return TrainConfig(preset="cpu-tiny", seed=self.seed, threads=self.threads, precision=self.precision)
+        return TrainConfig(
+            preset="cpu-tiny",
+            seed=self.seed,
+            threads=self.threads,
+            precision=self.precision,
+            dancer_stage1=self.dancer_stage1,
+            dancer_env=self.dancer_env,
+        )
 
 
 @dataclass
@@ -486,7 +533,6 @@ def train_checkpoint(
     from transformers import AutoTokenizer
 
     from components.tools.episodes import python_cypher_envs
-    from components.training.sft import SFTRunConfig, run_sft, sft_example
     from components.training.teacher import certified_teacher_records
 
     t0 = time.perf_counter()
@@ -495,8 +541,41 @@ def train_checkpoint(
     tokenizer = AutoTokenizer.from_pretrained(base)
     with python_cypher_envs(db_location, max_rounds=2) as make_env:
         records, dropped = certified_teacher_records(list(rows)[: resolved["max_examples"]], make_env, tokenizer)
+    return sft_checkpoint(
+        base,
+        records,
+        dropped,
+        config,
+        output_dir,
+        t0,
+        method="sft-warm-start",
+        method_text=WARM_START_TEXT,
+        data_fingerprint=data_fingerprint,
+        domain=domain,
+    )
+
+
+def sft_checkpoint(
+    base: str | Path,
+    records: Sequence[Any],
+    dropped: list[dict[str, Any]],
+    config: TrainConfig,
+    output_dir: str | Path,
+    t0: float,
+    *,
+    method: str,
+    method_text: str,
+    data_fingerprint: str,
+    domain: str,
+) -> CheckpointResult:
+    """SFT from ``base`` on teacher ``records`` (:func:`~components.training.teacher.teacher_records`)
+    with the preset's warm-start budget; writes the checkpoint's files. Raises ``ValueError``
+    when no teacher trajectory survived."""
+    from components.training.sft import SFTRunConfig, run_sft, sft_example
+
     if not records:
         raise ValueError(f"no teacher trajectory ran cleanly ({len(dropped)} dropped)")
+    resolved = config.resolved()
     examples = [sft_example(r.prompt_ids, r.completion_ids, r.loss_mask) for r in records]
     sft = run_sft(
         base,
@@ -519,10 +598,11 @@ def train_checkpoint(
         len(examples),
         dropped,
         time.perf_counter() - t0,
-        {**resolved, "method": "sft-warm-start"},
+        {**resolved, "method": method},
+        method=method,
         curves=[{"step": i + 1, "loss": v} for i, v in enumerate(sft.losses)],
     )
-    write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=WARM_START_TEXT)
+    write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=method_text)
     return result
 
 

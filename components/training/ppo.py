@@ -261,6 +261,7 @@ def run_ppo(
     result = PPOResult(str(output_dir), config=asdict(config))
     bf16_copy: BF16Sampler | None = None
     for step in range(config.steps):
+        t_step = time.perf_counter()
         picked = [rows[order[(step * questions + i) % len(order)]] for i in range(questions)]
         policy.eval()
         if bf16:  # sample from a bfloat16 copy, synced after every optimizer step (as GRPO does)
@@ -336,6 +337,7 @@ def run_ppo(
                 "valid_format": sum(bool(r.stats.valid_format) for r in records) / n,
                 "episodes": len(records),
                 "trained_episodes": len(batch),
+                "step_s": time.perf_counter() - t_step,
             }
         )
         result.steps = step + 1

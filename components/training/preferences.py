@@ -1,5 +1,7 @@
 """Preference pairs from a checkpoint: sample M trajectories per training question in
-the Python + Cypher environment (at the preset's RL temperature, top-p 0.95), rank them by
+GraphDancer's environment (the Python + Cypher sandbox, or the Graph-CoT function API with
+``train.dancer_env: graph_cot`` — there only on items whose teacher trajectory fits the turn
+budget) at the preset's RL temperature, top-p 0.95, rank them by
 ``(EM, EH, VF, −L, −I, −N)`` (:func:`~components.training.pairs.build_pair`) and keep best vs
 worst; uniformly perfect / failed pools are dropped and counted.
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from components.rollout.runner import CODE_STOPS, RolloutConfig, RolloutRunner
+from components.rollout.runner import SOLVER_STOPS, RolloutConfig, RolloutRunner
 from components.store.artifact import Artifact, BuildContext, Layer
 from components.store.fingerprint import read_parquet, write_parquet
 from components.training.checkpoint import TrainConfig
@@ -42,6 +44,14 @@ class PreferenceConfig:
     seed: int = 0
     threads: int | None = None
     precision: str = "auto"  # components/llm/precision.py
+    env: str = "python_cypher"  # components/tools/episodes.py: SOLVER_ENVS
+
+    def params(self) -> dict[str, Any]:
+        """The fingerprint's parameters (the default environment left out, as before it was a choice)."""
+        out = dict(vars(self))
+        if self.env == "python_cypher":
+            out.pop("env")
+        return out
 
 
 def sample_preference_pairs(
@@ -53,8 +63,11 @@ def sample_preference_pairs(
     """``(pairs, report)`` for up to ``max_questions`` rows (``question``, ``answer``,
     ``answer_type``, ``id``); the report counts questions, pairs and drops by reason."""
     from components.llm.transformers_backend import TransformersBackend
-    from components.tools.episodes import python_cypher_envs
+    from components.tools.episodes import solver_envs
+    from components.training.stages import graph_cot_items
 
+    if config.env == "graph_cot":
+        rows = graph_cot_items(rows, config.max_turns)
     rows = list(rows)[: config.max_questions]
     llm = TransformersBackend(checkpoint_dir, threads=config.threads, dtype=config.precision)
     rollout = RolloutConfig(
@@ -63,13 +76,13 @@ def sample_preference_pairs(
         temperature=config.temperature,
         top_p=config.top_p,
         seed=config.seed,
-        stops=CODE_STOPS,
+        stops=SOLVER_STOPS[config.env],
     )
     episode_rows = [
         {"question": r["question"], "answer": r["answer"], "answer_type": r.get("answer_type")} for r in rows
     ]
     try:
-        with python_cypher_envs(db_location, max_rounds=config.max_turns - 1) as make_env:
+        with solver_envs(config.env, db_location, max_rounds=config.max_turns - 1, threads=config.threads) as make_env:
             records = RolloutRunner(llm, make_env, rollout).run(episode_rows, n=config.samples) if episode_rows else []
     finally:
         llm.close()
@@ -115,14 +128,19 @@ def sample_preference_pairs(
 
 def preference_config(train: TrainConfig) -> PreferenceConfig:
     """The sampling budget of a domain's training config (``pair_*`` keys of its preset)."""
+    from components.training.stages import dancer_budget
+
     train = train.for_stage("preference_pairs")
     r = train.resolved()
+    env = train.dancer_environment
+    turns, tokens = dancer_budget(r, env)
     return PreferenceConfig(
         samples=r["pair_samples"],
         temperature=r["rl_temperature"],
         max_questions=r["pair_questions"],
-        max_new_tokens=r["pair_new_tokens"],
-        max_turns=r["rl_turns"],
+        max_new_tokens=r["pair_new_tokens"] if env == "python_cypher" else tokens,
+        max_turns=turns,
+        env=env,
         seed=train.seed,
         threads=train.threads,
         precision=r["precision"],
@@ -146,5 +164,5 @@ def build_preference_pairs(
 
 
 PREFERENCE_PAIRS: Final = Layer(
-    "preference_pairs", build_preference_pairs, lambda train: vars(preference_config(train))
+    "preference_pairs", build_preference_pairs, lambda train: preference_config(train).params()
 )

@@ -16,10 +16,12 @@ model card, ``training_log.json`` and per-step curves (loss, reward, KL, tool-ca
   reply, the answer) of GRIT-style tasks under isomorphism-preserving renaming, then multi-turn
   GRPO in the graph-IR environment with the ``grain`` reward.
 
-GraphCert and GraphDancer both run in the Python + Cypher environment here: the warm start they
-start from learned its format from certified Cypher programs (GraphDancer's own tool is the
-Graph-CoT function API; a Graph-CoT warm start needs teacher trajectories in that API, which the
-certified data does not hold). The model cards say so.
+GraphDancer's environment is ``train.dancer_env``: by default the Python + Cypher sandbox,
+continuing GraphCert's Cypher warm start; with ``graph_cot`` its own Graph-CoT function API —
+:func:`graph_cot_warm_start` (SFT from the base model on the curriculum's Graph-CoT teacher
+trajectories, saved as ``warm_start/`` inside the stage-1 artifact), then stage 1, the preference
+pairs and the evaluation rows in that environment with the ``dancer_turns`` budget, on the items
+whose trajectory fits it (:func:`graph_cot_items`). The model cards name the environment.
 
 Budgets come from the preset (``rl_*``, ``dpo_*``, ``grain_*`` keys of
 :data:`~components.training.checkpoint.PRESETS`): seconds-long on ``cpu-tiny``, a handful of steps
@@ -49,6 +51,7 @@ from components.training.checkpoint import (
 )
 
 __all__ = [
+    "DANCER_WARM_START",
     "GRAIN_CHECKPOINT",
     "GRAPHCERT_GRPO",
     "GRAPHDANCER_DPO",
@@ -60,12 +63,18 @@ __all__ = [
     "build_graphdancer_rl",
     "curriculum_order",
     "curves",
+    "dancer_budget",
+    "graph_cot_items",
+    "graph_cot_warm_start",
     "graphcert_grpo",
     "graphdancer_dpo",
     "graphdancer_rl",
     "grain_rows",
     "grain_stage",
 ]
+
+#: the Graph-CoT warm start's folder inside the ``graphdancer_rl`` artifact (``train.dancer_env: graph_cot``)
+DANCER_WARM_START: Final = "warm_start"
 
 METHODS: Final = {
     "graphcert-grpo": "GraphCert: multi-turn GRPO (TRL 1.16 `GRPOTrainer`, `rollout_func`) in the Python + Cypher "
@@ -74,8 +83,12 @@ METHODS: Final = {
     "curriculum sampler p(t, k): GRPO (group-normalised advantages, TRL 1.16 `GRPOTrainer`; the default) or, "
     "with `train.dancer_stage1: ppo`, the source's PPO with a critic (value head, token-level GAE over model "
     "tokens, clipped policy and value losses, KL penalty to the frozen start; components/training/ppo.py); "
-    "Python + Cypher environment (the source uses the Graph-CoT function API; this checkpoint continues a "
-    "Cypher warm start). The notes below name the algorithm that ran.",
+    "Environment: the Python + Cypher sandbox from the Cypher warm start by default, or with "
+    "`train.dancer_env: graph_cot` the source's Graph-CoT function API from a Graph-CoT warm start. The notes "
+    "below name the algorithm and environment that ran.",
+    "graphdancer-warm-start": "GraphDancer's warm start in its own environment: SFT on Graph-CoT teacher "
+    "trajectories (RetrieveNode, then NeighborCheck / NodeFeature / NodeDegree rounds executed for real, the "
+    "answer derived from the observations) of certified training items; observations masked out of the loss.",
     "graphdancer-dpo": "GraphDancer stage 2: masked DPO (TRL 1.16 `DPOTrainer`, environment tokens excluded from "
     "the sequence log-probabilities) from the stage-1 checkpoint, which is also the frozen "
     "reference, on best-vs-worst preference pairs ordered by the same curriculum.",
@@ -89,8 +102,8 @@ def curves(log: Sequence[Mapping[str, Any]], rollouts: Sequence[Mapping[str, flo
     """Per-step curves from a TRL log history (one entry per optimizer step) and, for multi-turn
     runs, the rollout summaries of the same steps: ``loss``, ``reward``, ``kl``, ``tool_call_rate``,
     ``valid_format``, ``nonzero_advantage`` (the share of groups whose rewards differ — the only
-    ones GRPO learns from; TRL logs the complement) (``None`` where a run has no such quantity)
-    and DPO's ``margin``."""
+    ones GRPO learns from; TRL logs the complement) (``None`` where a run has no such quantity),
+    DPO's ``margin`` and ``step_s``, the step's seconds (rollouts included)."""
     steps = [h for h in log if "loss" in h]
     out = []
     for i, h in enumerate(steps):
@@ -105,17 +118,27 @@ def curves(log: Sequence[Mapping[str, Any]], rollouts: Sequence[Mapping[str, flo
                 "valid_format": roll.get("valid_format"),
                 "nonzero_advantage": 1.0 - float(h["frac_reward_zero_std"]) if "frac_reward_zero_std" in h else None,
                 "margin": float(h["rewards/margins"]) if "rewards/margins" in h else None,
+                "step_s": float(h["step_time"]) if "step_time" in h else None,
             }
         )
     return out
 
 
 def curriculum_order(
-    items: Sequence[Mapping[str, Any]], steps: int, per_step: int, *, seed: int = 0
+    items: Sequence[Mapping[str, Any]], steps: int, per_step: int, *, seed: int = 0, uniform: bool = False
 ) -> list[Mapping[str, Any]]:
     """``steps × per_step`` items in the curriculum's order: at step t a level is drawn by
-    ``p(t, k)`` (levels without items get no mass), then an item of it uniformly. OOD
-    items are never drawn. Raises ``ValueError`` when no item is trainable."""
+    ``p(t, k)`` (levels without items get no mass), then an item of it uniformly; ``uniform``
+    (the NoCurriculum ablation): every item equally likely at every step. OOD items are never
+    drawn. Raises ``ValueError`` when no item is trainable."""
+    if uniform:
+        import random
+
+        pool = [it for it in items if not it.get("ood") and it.get("level") in LEVELS]
+        if not pool:
+            raise ValueError("no trainable item (every item is OOD or has no level)")
+        rng = random.Random(seed)
+        return [rng.choice(pool) for _ in range(steps * per_step)]
     by_level: dict[str, list[int]] = {lv: [] for lv in LEVELS}
     for i, it in enumerate(items):
         if not it.get("ood") and it.get("level") in by_level:
@@ -152,11 +175,12 @@ def _rollout(
     stops: Sequence[str],
     system_prompt: str | None = None,
     new_tokens: int | None = None,
+    turns: int | None = None,
 ) -> Any:
     from components.rollout.runner import RolloutConfig
 
     return RolloutConfig(
-        max_turns=r["rl_turns"],
+        max_turns=turns or r["rl_turns"],
         max_new_tokens=new_tokens or r["rl_new_tokens"],
         temperature=r["rl_temperature"],
         seed=config.seed,
@@ -322,6 +346,77 @@ def graphcert_grpo(
     )
 
 
+def dancer_budget(r: Mapping[str, Any], env: str) -> tuple[int, int]:
+    """``(turns, tokens per turn)`` of GraphDancer's episodes in ``env``: the ``dancer_*`` budget
+    in the Graph-CoT environment (several short calls), the ``rl_*`` one in the sandbox."""
+    return (
+        (int(r["dancer_turns"]), int(r["dancer_new_tokens"]))
+        if env == "graph_cot"
+        else (r["rl_turns"], r["rl_new_tokens"])
+    )
+
+
+def graph_cot_items(items: Sequence[Mapping[str, Any]], turns: int) -> list[Mapping[str, Any]]:
+    """The curriculum items GraphDancer trains on in the Graph-CoT environment: those with a
+    teacher trajectory (``trajectory_json``) whose calls fit in ``turns − 1`` rounds — so every
+    question has a known way to be answered within the episode's budget."""
+    out = []
+    for it in items:
+        raw = it.get("trajectory_json")
+        traj = json.loads(raw) if isinstance(raw, str) and raw not in ("", "null") else None
+        if traj and len(traj["rounds"]) <= turns - 1:
+            out.append(it)
+    return out
+
+
+def graph_cot_warm_start(
+    base: str | Path,
+    items: Sequence[Mapping[str, Any]],
+    db_location: str,
+    config: TrainConfig,
+    output_dir: str | Path,
+    *,
+    data_fingerprint: str,
+    domain: str,
+) -> CheckpointResult:
+    """GraphDancer's warm start in its own environment: SFT from ``base`` on the Graph-CoT teacher
+    trajectories of ``items`` (curriculum items of the training split; those within the
+    ``dancer_turns`` budget, at most ``max_examples``), each replayed through the real
+    :class:`~components.tools.cot_env.GraphCoTEnvironment` (observations masked out of the loss;
+    a trajectory whose calls no longer run cleanly is dropped). Raises ``ValueError`` when the
+    curriculum holds no trajectory (``curriculum.trajectories: true`` builds them)."""
+    from components.rollout.runner import STOPS
+    from components.tools.episodes import graph_cot_envs
+    from components.training.checkpoint import sft_checkpoint
+    from components.training.teacher import graph_cot_teacher_steps, teacher_records
+
+    t0, r = time.perf_counter(), config.resolved()
+    turns, _ = dancer_budget(r, "graph_cot")
+    usable = graph_cot_items(items, turns)[: r["max_examples"]]
+    if not usable:
+        raise ValueError(
+            f"no Graph-CoT teacher trajectory within {turns - 1} calls among {len(items)} training items: "
+            "set `curriculum: {trajectories: true}` in the domain YAML (or raise budgets.dancer_turns)"
+        )
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    with graph_cot_envs(db_location, max_rounds=turns - 1, threads=config.threads) as make_env:
+        records, dropped = teacher_records(usable, graph_cot_teacher_steps, make_env, tokenizer, stops=STOPS)
+    return sft_checkpoint(
+        base,
+        records,
+        dropped,
+        config,
+        output_dir,
+        t0,
+        method="graphdancer-warm-start",
+        method_text=METHODS["graphdancer-warm-start"],
+        data_fingerprint=data_fingerprint,
+        domain=domain,
+    )
+
+
 def graphdancer_rl(
     start_dir: str | Path,
     items: Sequence[Mapping[str, Any]],
@@ -332,62 +427,71 @@ def graphdancer_rl(
     data_fingerprint: str,
     domain: str,
     validation: Sequence[Mapping[str, Any]] = (),
+    curriculum: bool = True,
 ) -> CheckpointResult:
     """GraphDancer stage 1 from ``start_dir`` on curriculum rows of the training split (``level``,
-    ``question``, ``answer``…), the questions chosen by :func:`_plan`, prompts in curriculum order;
-    ``validation`` (curriculum rows of the validation split) makes the validation curve."""
-    from components.rollout.runner import CODE_STOPS
+    ``question``, ``answer``…), the questions chosen by :func:`_plan`, prompts in curriculum order
+    (``curriculum=False``: uniform — the NoCurriculum ablation); ``validation`` (curriculum rows
+    of the validation split) makes the validation curve. The environment is
+    ``config.dancer_environment``; in ``graph_cot`` only items with a teacher trajectory within the
+    turn budget are used (:func:`graph_cot_items`)."""
+    from components.rollout.runner import SOLVER_STOPS
     from components.rubric.rewards import graphdancer_reward
-    from components.tools.episodes import python_cypher_envs
+    from components.tools.episodes import solver_envs
     from components.training.grpo import run_grpo
 
     t0, r = time.perf_counter(), config.resolved()
+    env = config.dancer_environment
+    turns, tokens = dancer_budget(r, env)
+    if env == "graph_cot":
+        items, validation = graph_cot_items(items, turns), graph_cot_items(validation, turns)
+        if not items:
+            raise ValueError(f"no training item has a Graph-CoT teacher trajectory within {turns - 1} calls")
     steps, per_step = r["dancer_steps"], r["rl_batch"] // r["rl_generations"]
     tagged = [{**p, "level": it.get("level"), "ood": it.get("ood")} for p, it in zip(_certified_prompts(items), items)]
-    with python_cypher_envs(db_location, max_rounds=max(1, r["rl_turns"] - 1)) as make_env:
+    rollout = _rollout(r, config, SOLVER_STOPS[env], new_tokens=tokens, turns=turns)
+    with solver_envs(env, db_location, max_rounds=max(1, turns - 1), threads=config.threads) as make_env:
         chosen, mt, selection = _plan(
             start_dir,
             tagged,
             _certified_prompts(list(validation)),
             make_env,
-            _rollout(r, config, CODE_STOPS),
+            rollout,
             r,
             config,
             graphdancer_reward,
             _used(r, steps),
         )
-        ordered = curriculum_order(chosen, steps, per_step, seed=config.seed)
+        ordered = curriculum_order(chosen, steps, per_step, seed=config.seed, uniform=not curriculum)
         levels = {lv: sum(1 for it in ordered if it.get("level") == lv) for lv in LEVELS}
         data = [{k: v for k, v in it.items() if k not in ("level", "ood")} for it in ordered]
         if config.dancer_stage1 == "ppo":
-            train = _ppo_stage1(start_dir, data, make_env, output_dir, r, config, steps)
-            note = (
-                "Stage 1 ran PPO with a critic (value head saved as value_head.safetensors; GAE over model "
-                "tokens, clipped policy / value losses, KL penalty to the frozen start; one update per step). "
-                "PPO records no validation-reward curve yet."
+            train = _ppo_stage1(start_dir, data, make_env, output_dir, r, config, steps, rollout)
+            algorithm = (
+                "PPO with a critic (value head saved as value_head.safetensors; GAE over model tokens, clipped "
+                "policy / value losses, KL penalty to the frozen start; one update per step). PPO records no "
+                "validation-reward curve yet."
             )
         else:
-            train = run_grpo(
-                start_dir,
-                data,
-                [graphdancer_reward],
-                output_dir,
-                _grpo_config(r, config, steps=steps, shuffle=False),
-                multi_turn=mt,
+            grpo = replace(
+                _grpo_config(r, config, steps=steps, shuffle=False), max_completion_length=turns * tokens + 1024
             )
-            note = "Stage 1 ran GRPO (no critic, no value clip); `train.dancer_stage1: ppo` runs the source's PPO."
+            train = run_grpo(start_dir, data, [graphdancer_reward], output_dir, grpo, multi_turn=mt)
+            algorithm = "GRPO (no critic, no value clip); `train.dancer_stage1: ppo` runs the source's PPO."
+    where = "the Graph-CoT function API" if env == "graph_cot" else "the Python + Cypher sandbox"
+    order = "uniform question sampling (NoCurriculum)" if not curriculum else "the easy-to-hard curriculum"
     return _finish(
         "graphdancer-rl",
         start_dir,
         train,
         output_dir,
         config,
-        {"curriculum_levels_drawn": levels},
+        {"curriculum_levels_drawn": levels, "environment": env, "curriculum": curriculum},
         t0,
         data_fingerprint=data_fingerprint,
         domain=domain,
         examples=len(ordered),
-        notes=[note],
+        notes=[f"Stage 1 ran {algorithm} Environment: {where}; prompts in {order}."],
         selection=selection,
     )
 
@@ -400,15 +504,15 @@ def _ppo_stage1(
     r: Mapping[str, Any],
     config: TrainConfig,
     steps: int,
+    rollout: Any,
 ) -> Any:
     """GraphDancer stage 1 as PPO (:func:`~components.training.ppo.run_ppo`) on the rows in their
     curriculum order (step t plays rows ``t·q … t·q + q − 1``, ``q = rl_batch / rl_generations``),
-    with the preset's rollout budget and SPEC §7's clip 0.2, value clip 0.5, KL 0.001, top-p 0.8,
-    top-k 20; critic learning rate 10× the actor's. Returns what :func:`_finish` reads (``losses``,
-    a TRL-shaped ``log``, per-step ``rollouts``)."""
+    with the rollout's turn, token and stop budget and SPEC §7's clip 0.2, value clip 0.5, KL
+    0.001, top-p 0.8, top-k 20; critic learning rate 10× the actor's. Returns what
+    :func:`_finish` reads (``losses``, a TRL-shaped ``log``, per-step ``rollouts``)."""
     from types import SimpleNamespace
 
-    from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphdancer_reward
     from components.training.ppo import PPOConfig, run_ppo
 
@@ -424,15 +528,18 @@ def _ppo_stage1(
         temperature=float(r["rl_temperature"]),
         top_p=0.8,
         top_k=20,
-        max_turns=int(r["rl_turns"]),
-        max_new_tokens=int(r["rl_new_tokens"]),
+        max_turns=int(rollout.max_turns),
+        max_new_tokens=int(rollout.max_new_tokens),
         seed=config.seed,
         threads=config.threads,
         precision=config.precision,
     )
     rows = [{"question": d["prompt"], "answer": d["answer"], "answer_type": d.get("answer_type")} for d in data]
-    result = run_ppo(start_dir, rows, graphdancer_reward, make_env, output_dir, ppo, stops=CODE_STOPS)
-    log = [{"step": c["step"], "loss": c["policy_loss"], "reward": c["reward"], "kl": c["kl"]} for c in result.curves]
+    result = run_ppo(start_dir, rows, graphdancer_reward, make_env, output_dir, ppo, stops=rollout.stops)
+    log = [
+        {"step": c["step"], "loss": c["policy_loss"], "reward": c["reward"], "kl": c["kl"], "step_time": c["step_s"]}
+        for c in result.curves
+    ]
     rollouts = [{"tool_call_rate": c["tool_call_rate"], "valid_format": c["valid_format"]} for c in result.curves]
     return SimpleNamespace(losses=[c["policy_loss"] for c in result.curves], log=log, rollouts=rollouts)
 
@@ -446,10 +553,12 @@ def graphdancer_dpo(
     *,
     data_fingerprint: str,
     domain: str,
+    curriculum: bool = True,
 ) -> CheckpointResult:
     """GraphDancer stage 2 from ``stage1_dir`` on preference pairs (``id``, ``prompt_ids``,
     ``chosen_ids``/``chosen_mask``, ``rejected_ids``/``rejected_mask``); ``levels`` maps item id →
-    curriculum level. Raises ``ValueError`` without pairs."""
+    curriculum level (``curriculum=False``: pairs drawn uniformly — NoCurriculum). Raises
+    ``ValueError`` without pairs."""
     from components.training.dpo import DPORunConfig, preference_example, run_dpo
 
     if not pairs:
@@ -457,7 +566,7 @@ def graphdancer_dpo(
     t0, r = time.perf_counter(), config.resolved()
     batch = min(r["dpo_batch"], len(pairs))
     tagged = [{**p, "level": levels.get(str(p.get("id")), "easy")} for p in pairs]
-    ordered = curriculum_order(tagged, r["dpo_steps"], batch, seed=config.seed)
+    ordered = curriculum_order(tagged, r["dpo_steps"], batch, seed=config.seed, uniform=not curriculum)
     examples = [
         preference_example(
             p["prompt_ids"], (p["chosen_ids"], p["chosen_mask"]), (p["rejected_ids"], p["rejected_mask"])
@@ -631,15 +740,32 @@ def build_graphcert_grpo(
 def build_graphdancer_rl(
     inputs: Mapping[str, Artifact], config: TrainConfig, out_dir: Path, ctx: BuildContext
 ) -> Artifact:
-    """``graphdancer_rl``: :func:`graphdancer_rl` from the ``checkpoint`` input on the training
-    items of the ``curriculum`` input."""
+    """``graphdancer_rl``: :func:`graphdancer_rl` on the training items of the ``curriculum``
+    input — from the ``checkpoint`` input (the Cypher warm start), or with ``train.dancer_env:
+    graph_cot`` from :func:`graph_cot_warm_start`, which is kept as ``warm_start/`` in the
+    artifact (its own evaluation row; the NoPPO ablation starts there)."""
     from components.curriculum import split_items
 
     curriculum = inputs["curriculum"]
     table = read_parquet(str(curriculum.path))
     items, held_out = split_items(table, "train"), split_items(table, "validation")
     stage = config.for_stage("graphdancer_rl")
-    start = stage_start(config, "graphdancer_rl", inputs["checkpoint"].path, ctx.data_root)
+    extra: dict[str, Any] = {}
+    if stage.dancer_environment == "graph_cot":
+        warm = graph_cot_warm_start(
+            base_model_dir(stage, ctx.data_root),
+            items,
+            str(inputs["snapshot"].path),
+            stage,
+            out_dir / DANCER_WARM_START,
+            data_fingerprint=curriculum.fingerprint,
+            domain=ctx.domain,
+        )
+        ctx.log(f"{ctx.domain}/graphdancer_rl: Graph-CoT warm start on {warm.examples} teacher trajectories")
+        start: Path = Path(warm.output_dir)
+        extra["warm_start"] = {"examples": warm.examples, "dropped": len(warm.dropped), "losses": warm.losses}
+    else:
+        start = stage_start(config, "graphdancer_rl", inputs["checkpoint"].path, ctx.data_root)
     result = graphdancer_rl(
         str(start),
         items,
@@ -650,7 +776,7 @@ def build_graphdancer_rl(
         domain=ctx.domain,
         validation=held_out,
     )
-    return _trained(GRAPHDANCER_RL, inputs, config, out_dir, ctx, result)
+    return _trained(GRAPHDANCER_RL, inputs, config, out_dir, ctx, result, environment=stage.dancer_environment, **extra)
 
 
 def build_graphdancer_dpo(

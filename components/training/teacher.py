@@ -9,6 +9,11 @@ tokenizer, via the same :class:`~components.rollout.runner.RolloutRunner` as sam
 So teacher and policy trajectories share one format and one loss mask (the environment's reply
 is masked out of the SFT loss), and a teacher whose program no longer runs is dropped, not
 trained on.
+
+The same replay serves the other environments: :func:`graph_cot_teacher_steps` gives a curriculum
+item's Graph-CoT teacher trajectory (:mod:`components.curriculum.trajectories`) as its steps —
+one ``<think>…</think><graph>call</graph>`` per round, then the answer — for GraphDancer's warm
+start in its own environment, and :func:`grain_teacher_steps` GRAIN's graph-IR steps.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ __all__ = [
     "TeacherBackend",
     "certified_teacher_records",
     "grain_teacher_steps",
+    "graph_cot_teacher_steps",
     "teacher_records",
     "teacher_steps",
     "worked_examples",
@@ -60,6 +66,16 @@ def teacher_steps(row: Mapping[str, Any]) -> list[str]:
     return [f"```python\n{row['final_program'].rstrip()}\n```", f"<answer>{row['answer']}</answer>"]
 
 
+def graph_cot_teacher_steps(item: Mapping[str, Any]) -> list[str]:
+    """The steps of a curriculum item's Graph-CoT teacher trajectory (``trajectory_json``,
+    :mod:`components.curriculum.trajectories`): one ``<think>…</think><graph>call</graph>`` per
+    round, then ``<think>…</think><answer>…</answer>`` with the answer the trajectory derived."""
+    traj = json.loads(item["trajectory_json"])
+    steps = [f"<think>{r['think']}</think><graph>{r['action']}</graph>" for r in traj["rounds"]]
+    final = traj.get("final_think") or "The observations give the answer."
+    return steps + [f"<think>{final}</think><answer>{traj['answer']}</answer>"]
+
+
 def grain_teacher_steps(item: Mapping[str, Any]) -> list[str]:
     """The two steps of a GRIT item: its gold graph IR, then its answer."""
     return [f"<graph>{json.dumps(item['gold_ir'], ensure_ascii=False)}</graph>", f"<answer>{item['answer']}</answer>"]
@@ -74,23 +90,28 @@ def teacher_records(
     stops: Sequence[str] = CODE_STOPS,
     system_prompt: str | None = None,
 ) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
-    """``(records, dropped)``: one teacher trajectory per row — the steps ``steps_of(row)`` played
-    through a fresh environment — kept when it made exactly one valid call and answered in a valid
-    format; ``dropped`` lists the others with why."""
+    """``(records, dropped)``: one teacher trajectory per row — the steps ``steps_of(row)`` (calls,
+    then the answer) played through a fresh environment — kept when every call ran as a valid
+    call and the answer came in a valid format; ``dropped`` lists the others with why."""
     records, dropped = [], []
-    config = RolloutConfig(
-        max_turns=2, max_new_tokens=4096, max_total_tokens=1 << 20, system_prompt=system_prompt, stops=tuple(stops)
-    )
     for row in rows:
+        steps = steps_of(row)
+        config = RolloutConfig(
+            max_turns=len(steps),
+            max_new_tokens=4096,
+            max_total_tokens=1 << 20,
+            system_prompt=system_prompt,
+            stops=tuple(stops),
+        )
         episode_row = {"question": row["question"], "answer": row["answer"], "answer_type": row.get("answer_type")}
-        runner = RolloutRunner(TeacherBackend(tokenizer, steps_of(row), stops), make_env, config)
+        runner = RolloutRunner(TeacherBackend(tokenizer, steps, stops), make_env, config)
         (rec,) = runner.run([episode_row])
         s = rec.stats
-        if not (s.answered and s.valid_format and s.valid_calls == 1):
+        if not (s.answered and s.valid_format and s.valid_calls == len(steps) - 1):
             dropped.append(
                 {
                     "id": row.get("id"),
-                    "reason": "the teacher's call did not run cleanly in the environment",
+                    "reason": "the teacher's calls did not run cleanly in the environment",
                     "trace": json.dumps(rec.trace, default=str)[:2000],
                 }
             )

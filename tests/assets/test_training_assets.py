@@ -21,6 +21,7 @@ from assets.training import (
     ablations_asset,
     checkpoints_asset,
     curriculum_splits_asset,
+    dancer_ablations_asset,
     grain_checkpoint_asset,
     preference_pairs_asset,
     rl_stage_assets,
@@ -68,6 +69,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
                 [{"name": "strict-only", "data": "strict"}, {"name": "no-evidence-reward", "reward": "answer_only"}]
             ),
         ),
+        *dancer_ablations_asset("bio", train),
         *eval_reports_asset("bio", train, evaluate),
         *grit_eval_asset(train, evaluate),
     ]
@@ -154,6 +156,79 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert "variance across namings" in overview["grain"] and "ID − OOD gap" in overview["grain"]
 
 
+def test_graphdancer_in_its_own_graph_cot_environment(tmp_path: Path) -> None:
+    """``train.dancer_env: graph_cot``: a warm start on the curriculum's Graph-CoT teacher
+    trajectories, stage 1, the preference pairs and the evaluation rows in the Graph-CoT API, and
+    the three ablations as report rows — on the real graph, environment and tiny model."""
+    from components.curriculum.build import SplitConfig
+    from components.llm.models import tiny_random_model
+
+    train = TrainConfig(
+        preset="cpu-tiny",
+        max_steps=4,
+        threads=1,
+        dancer_env="graph_cot",
+        dancer_ablations=["no_ppo", "no_dpo", "no_curriculum"],
+        budgets={"rl_val_questions": 0},
+    )
+    judge = str(tiny_random_model(tmp_path / "judge", seed=1))
+    evaluate = EvalConfig(
+        samples=1, max_questions=2, max_turns=1, max_new_tokens=8, threads=1, judge_model=judge, few_shot=0
+    )
+    d = "acad"
+    defs = [
+        *graph_snapshot_asset(d, SourceSpec("generator", "academic", {"seed": 0, "scale": 300})),
+        *qa_candidates_asset(d, QuizConfig(template_n=30, llm_n=0, seed=4)),
+        *certified_dataset_asset(d, CertifyConfig(fault_sample=0)),
+        *curriculum_splits_asset(d, SplitConfig(trajectories=True)),
+        *checkpoints_asset(d, train),
+        *rl_stage_assets(d, train),
+        *preference_pairs_asset(d, train),
+        *ablations_asset(d, train, ()),
+        *dancer_ablations_asset(d, train),
+        *eval_reports_asset(d, train, evaluate),
+    ]
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = dg.materialize(defs, resources=pipeline_resources(str(tmp_path)), instance=instance)
+    assert result.success
+    m = _materialized(result)
+    assert m["curriculum_splits"]["teacher_trajectories"].value > 0
+    stage1 = Path(m["graphdancer_rl"]["path"].value)
+    warm = stage1 / "warm_start"
+    AutoModelForCausalLM.from_pretrained(warm)  # the Graph-CoT warm start, a loadable folder
+    assert json.loads((warm / "training_log.json").read_text())["method"] == "graphdancer-warm-start"
+    assert len(json.loads((warm / "training_log.json").read_text())["losses"]) == 4
+    card = (stage1 / "README.md").read_text()
+    assert "Environment: the Graph-CoT function API" in card and "Stage 1 ran GRPO" in card
+    rl_steps = [r.data for r in m["graphdancer_rl"]["curves"].value.records]
+    assert len(rl_steps) == 2 and all(0.0 <= r["tool_call_rate"] <= 1.0 for r in rl_steps)
+    pairs = m["preference_pairs"]
+    assert pairs["trajectories"].value == pairs["questions"].value * 4 > 0
+    ablations = {r.data["ablation"]: r.data for r in m["dancer_ablations"]["ablations"].value.records}
+    assert set(ablations) == {"NoPPO", "NoDPO", "NoCurriculum"}
+    assert ablations["NoDPO"]["folder"] == "graphdancer-rl" and ablations["NoCurriculum"]["trained"]
+    rows = {r.data["system"]: r.data for r in m["eval_reports"]["systems"].value.records}
+    assert list(rows)[-3:] == [
+        "ablation: GraphDancer NoPPO",
+        "ablation: GraphDancer NoDPO",
+        "ablation: GraphDancer NoCurriculum",
+    ]
+    assert "graphdancer warm start" in rows and "[" in rows["graphdancer warm start"]["F1"]
+    report = json.loads((Path(m["eval_reports"]["report_html"].value).parent / "report.json").read_text())
+    systems = report["systems"]
+    for name in (
+        "graph-cot zero-shot",
+        "graphdancer warm start",
+        "graphdancer-rl",
+        "ablation: GraphDancer NoCurriculum",
+    ):
+        assert systems[name]["kind"] == "graph_cot", name
+    assert "Graph-CoT API" in systems["graphdancer-rl"]["method"] and "GRPO" in systems["graphdancer-rl"]["method"]
+    assert systems["sft-only"]["kind"] == "python_cypher"  # GraphCert's rows stay in the sandbox
+    assert systems["ablation: GraphDancer NoDPO"]["summary"] == systems["graphdancer-rl"]["summary"]
+    assert [r for r in report["records"] if r["system"] == "graphdancer-rl"]
+
+
 def test_train_config_validation() -> None:
     assert TrainConfig.from_dict({"preset": "cpu-demo"}).resolved()["max_steps"] == 24
     assert TrainConfig.from_dict({"preset": "cpu-tiny", "max_steps": 3}).resolved()["max_steps"] == 3
@@ -163,6 +238,17 @@ def test_train_config_validation() -> None:
         TrainConfig.from_dict({"preset": "gpu"})
     with pytest.raises(ValueError, match="unknown train options"):
         TrainConfig.from_dict({"epochs": 3})
+    with pytest.raises(ValueError, match="dancer_env"):
+        TrainConfig.from_dict({"dancer_env": "cypher"})
+    with pytest.raises(ValueError, match="dancer_ablations: unknown"):
+        TrainConfig.from_dict({"dancer_ablations": ["no_sft"]})
+    # the default environment spelled out is the default (same fingerprints); GraphCert's stages
+    # do not depend on GraphDancer's choices
+    spelled = TrainConfig.from_dict({"preset": "cpu-demo", "dancer_env": "python_cypher"})
+    cot = TrainConfig.from_dict({"preset": "cpu-demo", "dancer_env": "graph_cot", "dancer_ablations": ["no_dpo"]})
+    default = TrainConfig.from_dict({"preset": "cpu-demo"})
+    assert spelled.resolved() == default.resolved() and cot.resolved() != default.resolved()
+    assert cot.resolved_without_dancer() == default.resolved_without_dancer()
 
 
 def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -> None:
@@ -211,9 +297,19 @@ def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -
     assert all("eval.systems" in systems[n].note for n in skipped)
     everything = {s.name: s for s in eval_systems(inputs, "/models/base", train=train)}
     assert everything["ablation: strict-only"].note == MECHANICS_NOTE and everything["graphdancer-rl→dpo"].model_dir
-    assert everything["graphdancer-rl"].method == "GraphDancer stage 1 (GRPO)"
+    assert everything["graphdancer-rl"].method == "GraphDancer stage 1 (GRPO, Python + Cypher sandbox)"
     ppo = {s.name: s for s in eval_systems(inputs, "/models/base", train=replace(train, dancer_stage1="ppo"))}
-    assert ppo["graphdancer-rl"].method == "GraphDancer stage 1 (PPO)"  # the report names what ran
+    assert ppo["graphdancer-rl"].method == "GraphDancer stage 1 (PPO, Python + Cypher sandbox)"  # what ran
+    # GraphDancer in its own environment: its rows (and the zero-shot Graph-CoT base row) play the
+    # Graph-CoT API with the turns it trained with; GraphCert's rows stay in the sandbox
+    cot_train = replace(train, dancer_env="graph_cot", mechanics_only=())
+    cot = {s.name: s for s in eval_systems(inputs, "/models/base", train=cot_train)}
+    turns = cot_train.resolved()["dancer_turns"]
+    for name in ("graph-cot zero-shot", "graphdancer-rl", "graphdancer-rl→dpo"):
+        assert cot[name].kind == "graph_cot" and cot[name].max_turns == turns, name
+    assert cot["sft-only"].kind == "python_cypher" and cot["sft-only"].max_turns is None
+    assert cot["graphdancer warm start"].model_dir is None  # /models/graphdancer_rl holds no warm start
+    assert cot["graphdancer warm start"].note.startswith("not trained")
     with pytest.raises(ValueError, match="unknown systems"):
         eval_systems(inputs, "/models/base", only=["sft"])
     with pytest.raises(ValueError, match="list of system names"):

@@ -23,6 +23,7 @@ def test_asset_graph_snapshot() -> None:
                 "certified_dataset",
                 "checkpoints",
                 "curriculum_splits",
+                "dancer_ablations",
                 "eval_reports",
                 "graph_snapshot",
                 "graphcert_grpo",
@@ -33,7 +34,7 @@ def test_asset_graph_snapshot() -> None:
             )
         ]
         + ["grit/eval_report", "grit/grain_checkpoint", "grit/tasks", "transfer/matrix"]
-    )  # ablations: empty unless configured
+    )  # ablations, dancer_ablations: empty unless configured
     certified_checks = [
         "admitted_nonzero",
         "admitted_rate_bounds_check",
@@ -86,6 +87,7 @@ def test_asset_graph_snapshot() -> None:
         "preference_pairs": {"graphdancer_rl", "curriculum_splits", "graph_snapshot"},
         "graphdancer_dpo": {"graphdancer_rl", "preference_pairs", "curriculum_splits"},
         "ablations": {"checkpoints", "curriculum_splits", "certified_dataset", "graph_snapshot"},
+        "dancer_ablations": {"graphdancer_rl", "checkpoints", "curriculum_splits", "graph_snapshot"},
         "eval_reports": {
             "graph_snapshot",
             "curriculum_splits",
@@ -96,6 +98,7 @@ def test_asset_graph_snapshot() -> None:
             "graphdancer_dpo",
             "preference_pairs",
             "ablations",
+            "dancer_ablations",
         },
     }
     for asset, parents in reads.items():

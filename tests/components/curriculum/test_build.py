@@ -131,3 +131,36 @@ def test_measured_levels_replace_estimates_where_a_trajectory_exists(certified) 
     assert sum(row["items"] for row in report["coverage"].values()) == len(items)
     assert SplitConfig(trajectories=True).params() == {"seed": 0, "trajectories": True}
     assert "trajectories" not in SplitConfig().params()  # earlier fingerprints stay as they were
+
+
+def test_graph_cot_teacher_trajectories_replay_in_the_real_environment(certified) -> None:
+    """GraphDancer's warm-start data: each measured item's Graph-CoT trajectory replays through the
+    real Graph-CoT environment — every call valid, the trajectory's own answer, the environment's
+    observations masked — and a trajectory whose call no longer runs is dropped."""
+    from components.curriculum.build import measure_levels
+    from components.llm.models import smollm2_tokenizer
+    from components.rollout.runner import STOPS
+    from components.tools.episodes import graph_cot_envs
+    from components.training.stages import graph_cot_items
+    from components.training.teacher import graph_cot_teacher_steps, teacher_records
+
+    rows, schema = certified
+    items = build_curriculum(rows, schema, seed=0)
+    measure_levels(items, rows, _DB["path"])
+    usable = graph_cot_items(items, turns=4)  # at most 3 calls, then the answer
+    assert usable and all(len(json.loads(i["trajectory_json"])["rounds"]) <= 3 for i in usable)
+    traj = json.loads(usable[0]["trajectory_json"])
+    traj["rounds"][0]["action"] = "RetrieveNode[]"  # no argument: an invalid call
+    broken = dict(usable[0], id="broken", trajectory_json=json.dumps(traj))
+    with graph_cot_envs(_DB["path"], max_rounds=3) as make_env:
+        records, dropped = teacher_records(
+            usable[:5] + [broken], graph_cot_teacher_steps, make_env, smollm2_tokenizer(), stops=STOPS
+        )
+    assert [d["id"] for d in dropped] == ["broken"] and len(records) == len(usable[:5])
+    for rec, item in zip(records, usable, strict=False):
+        rounds = len(json.loads(item["trajectory_json"])["rounds"])
+        s = rec.stats
+        assert s.answered and s.valid_format and s.valid_calls == rounds and s.invalid_calls == 0
+        assert s.answer == json.loads(item["trajectory_json"])["answer"]
+        assert [m for m, _ in rec.segments()] == [1, 0] * rounds + [1]  # observations masked
+        assert "<information>" in rec.completion_text and "<graph>RetrieveNode[" in rec.completion_text
