@@ -178,6 +178,8 @@ def evaluate_systems(
             records += [replace(r, system=spec.name) for r in records if r.system == spec.same_as]
             ood_records += [replace(r, system=spec.name) for r in ood_records if r.system == spec.same_as]
     for spec in systems:  # in the given order
+        if spec.same_as and not any(r.system == spec.name for r in records):
+            spec = replace(spec, model_dir=None, note=f"reuses the answers of {spec.same_as}, which was not evaluated")
         if spec.model_dir is None:
             out_systems[spec.name] = {"available": False, "note": spec.note, "kind": spec.kind, "method": spec.method}
             continue
@@ -295,8 +297,7 @@ def eval_systems(
         }
         systems = [
             replace(s, note=MECHANICS_NOTE, mechanics=True)
-            if s.model_dir
-            and train.mechanics(stage_of.get(s.name, "ablations" if s.name.startswith("ablation") else ""))
+            if s.model_dir and train.mechanics(stage_of.get(s.name, _ablation_stage(s.name)))
             else s
             for s in systems
         ]
@@ -309,6 +310,13 @@ def eval_systems(
         s if s.name in only else replace(s, model_dir=None, note="not evaluated in this domain's config (eval.systems)")
         for s in systems
     ]
+
+
+def _ablation_stage(name: str) -> str:
+    """The training stage an ablation row's checkpoint comes from (for ``mechanics_only``)."""
+    if name.startswith("ablation: GraphDancer"):
+        return "graphdancer_rl"
+    return "ablations" if name.startswith("ablation") else ""
 
 
 def _dancer_systems(systems: list[SystemSpec], inputs: Mapping[str, Artifact], train: TrainConfig) -> list[SystemSpec]:

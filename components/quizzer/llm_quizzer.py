@@ -16,7 +16,12 @@ most ``max_turns`` turns:
   the code runs as the *final program* in a **fresh** sandbox
   (:func:`~components.quizzer.final.run_final_program`); it must mark evidence and print an answer
   that parses as the requested answer type and agrees with the stated one; its evidence queries
-  must follow the schema's directed triples.
+  must follow the schema's directed triples;
+* a **closing turn** — only ``<question>…</question><answer>…</answer>``, right after an exploration
+  program that ran, printed a value and marked its evidence (the observation says so) — makes that
+  program the final program, checked in a fresh sandbox exactly as above (so it must be
+  self-contained). Small models explore correctly and then write the tags without repeating the
+  code; without this they failed as ``no_final_code`` (the trace records ``kind: closing``).
 
 A final turn whose evidence repeats a worked example — the same query structure
 (:func:`~components.rubric.evidence.s_pair` = 1) *and* the same entities — fails as
@@ -39,7 +44,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import numpy as np
@@ -67,6 +72,7 @@ from components.quizzer.final import (
     run_final_program,
 )
 from components.quizzer.prompts import (
+    CLOSING_HINT,
     information_message,
     repair_message,
     system_prompt,
@@ -183,6 +189,10 @@ class _Episode:
     done: bool = False
     turns: int = 0
     last_issue: str | None = None
+    #: the last exploration program that ran, printed a value and marked its evidence: a turn of
+    #: only ``<question>…</question><answer>…</answer>`` after it makes it the final program
+    program: str | None = None
+    program_turn: int | None = None
     started: float = field(default_factory=time.perf_counter)
 
     def close(self) -> None:
@@ -299,6 +309,11 @@ class LLMQuizzer:
             "reason": turn.reason,
         }
         ep.cand.trace.append(record)
+        if turn.kind == "final" and turn.reason == "no_final_code" and ep.program is not None:
+            # a closing turn: the question and answer for the program the model just ran
+            closing = ParsedTurn("final", ep.program, turn.question, turn.answer)
+            turn = closing if turn.question and turn.answer is not None else replace(closing, reason="missing_tags")
+            record.update(kind="closing", reason=turn.reason, program_from_turn=ep.program_turn)
         if turn.kind == "final":
             self._final(ep, turn, record)
             ep.done = True
@@ -320,6 +335,9 @@ class LLMQuizzer:
             hints = self._direction_hints(t.query for t in cell.traced)
             if hints:
                 obs = f"{obs}\n{hints}"
+            if cell.ok and cell.stdout.strip() and any(t.id in cell.evidence for t in cell.traced):
+                ep.program, ep.program_turn = turn.code, ep.turns
+                obs = f"{obs}\n{CLOSING_HINT}"
             record["cell"] = cell.to_json()
         else:
             obs = (

@@ -10,6 +10,9 @@
   ``cypher()``, computes the answer, calls ``mark_evidence(...)`` on the results the answer rests
   on and ends with ``print(answer)`` — followed by ``<question>…</question><answer>…</answer>``.
   A turn holding ``<question>`` or ``<answer>`` is treated as the final turn.
+* A **closing turn** — only ``<question>…</question><answer>…</answer>`` — right after an
+  exploration turn whose program ran, printed a value and marked its evidence makes that program
+  the final program (:data:`CLOSING_HINT` tells the model when it may close).
 * Answers by type: entity — the name; boolean — ``yes`` / ``no``; number — digits only; set —
   items separated by ``; ``. The final program's last printed line must equal the stated answer
   after normalisation.
@@ -28,6 +31,7 @@ from components.quizzer.axes import Axes
 
 __all__ = [
     "ANSWER_FORMATS",
+    "CLOSING_HINT",
     "MATCH_TEXT",
     "PATTERN_TEXT",
     "RETURN_TEXT",
@@ -83,6 +87,7 @@ Protocol:
 - Each turn write exactly ONE ```python block. It runs and you get <information>...</information> back.
 - When ready, write the FINAL turn: one ```python block that runs the query again, computes `answer`, calls mark_evidence(result) and ends with print(answer). Then write <question>...</question><answer>...</answer>.
 - The final block starts from scratch: define everything it uses.
+- Or, right after a block that printed your answer and marked its evidence, write only <question>...</question><answer>...</answer>: that block becomes the final program.
 - At most {max_turns} turns.
 
 Schema (property types in braces; relationships only in the direction shown):
@@ -112,6 +117,14 @@ Write a question about this node with:
 - query shape: {match}
 - returns: {ret}
 Use names, not ids, in the question. Start exploring with one ```python block."""
+
+
+#: appended to the observation of an exploration program that ran, printed and marked evidence
+CLOSING_HINT: Final = (
+    "This program printed an answer and marked its evidence. To finish, write only "
+    "<question>...</question><answer>...</answer> for it (this program becomes the final program), "
+    "or explore further with one ```python block."
+)
 
 
 def example_text(examples: Sequence[Any]) -> str:

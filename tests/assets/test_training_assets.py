@@ -310,6 +310,29 @@ def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -
     assert cot["sft-only"].kind == "python_cypher" and cot["sft-only"].max_turns is None
     assert cot["graphdancer warm start"].model_dir is None  # /models/graphdancer_rl holds no warm start
     assert cot["graphdancer warm start"].note.startswith("not trained")
+    # the ablations' rows: in GraphDancer's environment, NoDPO reusing stage 1's answers, an
+    # untrained one listed with why, and flagged when their stage trains the tiny model
+    inputs["dancer_ablations"] = art(
+        "dancer_ablations",
+        summary={
+            "ablations": [
+                {"name": "no_ppo", "label": "NoPPO", "folder": "no_ppo", "trained": True},
+                {"name": "no_dpo", "label": "NoDPO", "folder": None, "trained": True, "same_as": "graphdancer-rl"},
+                {"name": "no_curriculum", "label": "NoCurriculum", "folder": None, "reason": "0 preference pairs"},
+            ]
+        },
+    )
+    cot = {s.name: s for s in eval_systems(inputs, "/models/base", train=cot_train)}
+    no_ppo, no_dpo, no_cur = (cot[f"ablation: GraphDancer {n}"] for n in ("NoPPO", "NoDPO", "NoCurriculum"))
+    assert no_ppo.model_dir.endswith("/no_ppo") and no_ppo.kind == "graph_cot"
+    assert no_ppo.max_turns == turns and "Graph-CoT API" in no_ppo.method
+    assert no_dpo.same_as == "graphdancer-rl" and no_dpo.model_dir == "/models/graphdancer_rl"
+    assert no_cur.model_dir is None and "0 preference pairs" in no_cur.note
+    flagged = {
+        s.name: s
+        for s in eval_systems(inputs, "/models/base", train=replace(cot_train, mechanics_only=("graphdancer_rl",)))
+    }
+    assert flagged["ablation: GraphDancer NoPPO"].mechanics and not flagged["sft-only"].mechanics
     with pytest.raises(ValueError, match="unknown systems"):
         eval_systems(inputs, "/models/base", only=["sft"])
     with pytest.raises(ValueError, match="list of system names"):

@@ -60,6 +60,36 @@ def test_explore_then_final_makes_a_complete_candidate(academic) -> None:
     assert c.start_node["label"] and c.neighbourhood["hops"]
 
 
+def test_a_closing_turn_makes_the_last_marked_program_the_final_program(academic) -> None:
+    """A small model explores correctly, then writes only the tags: the program it just ran (which
+    printed and marked its evidence) becomes the final program, re-checked in a fresh sandbox."""
+    from components.quizzer.prompts import CLOSING_HINT
+
+    n = academic[2]
+    tags = f"<question>How many authors are there?</question><answer>{n}</answer>"
+    (c,), _ = run(academic, lambda conv, t: [f"```python\n{COUNT}\n```", tags][t], repair=False)
+    assert c.ok and c.answer_value == n and c.final_program.strip() == COUNT, (c.failure_reason, c.failure_detail)
+    assert CLOSING_HINT in c.trace[0]["observation"] and c.trace[1]["kind"] == "closing"
+    assert c.trace[1]["program_from_turn"] == 1 and c.trace[1]["final_run"]["ok"]
+    # a program that marked nothing is not one to close on: the tags alone have no final code …
+    unmarked = 'r = cypher("MATCH (a:Author) RETURN count(a) AS c")\nprint(r.rows[0][0])'
+    (c2,), _ = run(academic, lambda conv, t: [f"```python\n{unmarked}\n```", tags][t], repair=False)
+    assert c2.failure_reason == "no_final_code" and CLOSING_HINT not in c2.trace[0]["observation"]
+    # … and a closing program that leaned on an earlier turn's variable fails in the fresh sandbox
+    script = [
+        "```python\nq = 'MATCH (a:Author) RETURN count(a) AS c'\nprint(1)\n```",
+        "```python\nr = cypher(q)\nmark_evidence(r)\nprint(r.rows[0][0])\n```",
+        tags,
+    ]
+    (c3,), _ = run(academic, lambda conv, t: script[t], repair=False)
+    assert c3.failure_reason == "code_error" and "NameError" in c3.failure_detail
+    # a closing turn with the question but no answer still misses its tags
+    (c4,), _ = run(
+        academic, lambda conv, t: [f"```python\n{COUNT}\n```", "<question>How many?</question>"][t], repair=False
+    )
+    assert c4.failure_reason == "missing_tags"
+
+
 BAD_FINALS = {
     "code_error": final_turn("x = 1 / 0"),
     "timeout": final_turn("while True:\n    pass"),
