@@ -27,6 +27,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,6 +107,7 @@ def main() -> None:
     p.add_argument("--questions", type=int, default=60)
     p.add_argument("--samples", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--resume", action="store_true", help="reuse the checkpoints an interrupted run saved in --out")
     args = p.parse_args()
     data = Path(args.data).resolve()
     os.environ["GRAPHDOJO_DATA"] = str(data)
@@ -137,6 +139,11 @@ def main() -> None:
     wall: dict[str, float] = {}
 
     def timed(name: str, fn: Any) -> Any:
+        log = out / name / "training_log.json"
+        if args.resume and log.is_file():  # a stage of an interrupted run: its saved log
+            print(f"# {name}: reused from {log.parent}", file=sys.stderr, flush=True)
+            saved = json.loads(log.read_text())
+            return SimpleNamespace(**{"examples": None, **saved, "output_dir": str(log.parent)})
         t0 = time.perf_counter()
         print(f"# {name} …", file=sys.stderr, flush=True)
         result = fn()
@@ -155,7 +162,7 @@ def main() -> None:
     turns, tokens = r["dancer_turns"], r["dancer_new_tokens"]
     kw = {"data_fingerprint": "benchmark", "domain": cfg.name}
     warm = timed(
-        "warm start",
+        "warm_start",
         lambda: graph_cot_warm_start(base_model_dir(train, data), train_items, db, train, out / "warm_start", **kw),
     )
     start = warm.output_dir
@@ -171,13 +178,19 @@ def main() -> None:
     grpo = stage1("rl_grpo", train)
     ppo = stage1("rl_ppo", replace(train, dancer_stage1="ppo", budgets={**BUDGETS, "rl_val_questions": 0}))
     no_val = replace(train, budgets={**BUDGETS, "rl_val_questions": 0})
-    dpo = timed("pairs+dpo", lambda: pairs_then_dpo(out / "rl_grpo", train_items, db, train, out / "dpo", **kw))
-    no_ppo = timed("no_ppo", lambda: pairs_then_dpo(start, train_items, db, train, out / "no_ppo", **kw))
+    pk = {"domain": cfg.name, "fingerprint": "benchmark"}
+
+    def pairs_dpo(name: str, start_dir: Any, curriculum: bool = True) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        where = out / name
+        res = pairs_then_dpo(start_dir, train_items, db, train, where, curriculum=curriculum, **pk)
+        wall[f"{name} (pairs + DPO)"] = time.perf_counter() - t0
+        return res
+
+    dpo = pairs_dpo("dpo", out / "rl_grpo")
+    no_ppo = pairs_dpo("no_ppo", start)
     stage1("nocur_rl", no_val, curriculum=False)
-    no_cur = timed(
-        "no_curriculum",
-        lambda: pairs_then_dpo(out / "nocur_rl", train_items, db, train, out / "no_cur", curriculum=False, **kw),
-    )
+    no_cur = pairs_dpo("no_cur", out / "nocur_rl", curriculum=False)
 
     def folder(result: dict[str, Any], path: Path, fallback: Path | None = None) -> str | None:
         return str(path) if result["trained"] else (str(fallback) if fallback else None)
@@ -241,7 +254,8 @@ def main() -> None:
         tools = " ".join(f"{c['tool_call_rate']:.2f}" for c in res.curves if c.get("tool_call_rate") is not None)
         val = " → ".join(f"{v['reward']:.3f}" for v in res.validation)
         print(f"stage 1 {name}: reward {rewards}; tool-call rate {tools}; validation {val or '–'}; {res.selection}")
-    print(f"warm start: {warm.examples} trajectories, loss {warm.losses[0]:.3f} → {warm.losses[-1]:.3f}")
+    examples = warm.examples if warm.examples is not None else min(len(usable), r["max_examples"]) - len(warm.dropped)
+    print(f"warm start: {examples} trajectories, loss {warm.losses[0]:.3f} → {warm.losses[-1]:.3f}")
     for name, res in (("RL → DPO", dpo), ("NoPPO", no_ppo), ("NoCurriculum", no_cur)):
         print(f"{name}: pairs {res['pairs']} ({res['report'].get('dropped')})")
     print("wall: " + ", ".join(f"{k} {v:.0f} s" for k, v in wall.items()))

@@ -385,6 +385,8 @@ def graph_cot_warm_start(
     :class:`~components.tools.cot_env.GraphCoTEnvironment` (observations masked out of the loss;
     a trajectory whose calls no longer run cleanly is dropped). Raises ``ValueError`` when the
     curriculum holds no trajectory (``curriculum.trajectories: true`` builds them)."""
+    from transformers import AutoTokenizer
+
     from components.rollout.runner import STOPS
     from components.tools.episodes import graph_cot_envs
     from components.training.checkpoint import sft_checkpoint
@@ -398,8 +400,6 @@ def graph_cot_warm_start(
             f"no Graph-CoT teacher trajectory within {turns - 1} calls among {len(items)} training items: "
             "set `curriculum: {trajectories: true}` in the domain YAML (or raise budgets.dancer_turns)"
         )
-    from transformers import AutoTokenizer
-
     tokenizer = AutoTokenizer.from_pretrained(base)
     with graph_cot_envs(db_location, max_rounds=turns - 1, threads=config.threads) as make_env:
         records, dropped = teacher_records(usable, graph_cot_teacher_steps, make_env, tokenizer, stops=STOPS)

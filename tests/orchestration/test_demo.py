@@ -60,7 +60,7 @@ def test_the_demo_prints_progress_and_a_summary_and_logs_everything(lab: tuple[P
     assert re.search(r"✓ lab/certified_dataset .* \d+ of 12 admitted", text)
     assert re.search(r"✓ lab/checkpoints .* loss [\d.]+ → [\d.]+", text)
     assert "not trained (0 preference pairs)" in text  # a random tiny policy gives uniform pools
-    assert re.search(r"^lab: ok — 11 assets \(0 reused\) in \d+ s, checks 7/7 passed$", text, re.M)
+    assert re.search(r"^lab: ok — 12 assets \(0 reused\) in \d+ s, checks 7/7 passed$", text, re.M)
     assert "funnel: candidates 12 → hard_failure" in text and "→ admitted" in text
     assert re.search(
         r"^    graphcert-grpo +\d\.\d{3} \[\d\.\d\d, \d\.\d\d\] +\d\.\d{3} \[", text, re.M
