@@ -13,7 +13,7 @@ first, so each stage has its comparison. EM / F1 with 95 % bootstrap CIs over qu
 before; also on the subset of test questions that have a teacher trajectory within the budget
 (what the environment can answer in that many calls).
 
-    python benchmarks/dancer.py --data DIR [--questions 60] [--samples 2] [--out DIR]
+    python benchmarks/dancer.py --data DIR [--questions 40] [--samples 2] [--out DIR] [--resume]
 
 Run with nothing else on the machine (generation on 2 threads collapses when the other core is busy).
 """
@@ -33,13 +33,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: the cpu-learn preset scaled to fit the whole benchmark in about an hour on 2 cores
+#: the cpu-learn preset scaled to fit the whole benchmark in about an hour on 2 cores (and DPO on
+#: pairs of five-turn Graph-CoT episodes in 24 GiB: two pairs per step)
 BUDGETS = {
     "rl_probe": 8,
     "rl_val_questions": 16,
     "rl_val_every": 2,
-    "pair_questions": 12,
+    "pair_questions": 8,
     "dpo_steps": 6,
+    "dpo_batch": 2,
 }
 PAIRS = (
     ("graphdancer warm start", "graph-cot zero-shot"),
@@ -104,7 +106,7 @@ def main() -> None:
     p.add_argument("--data", required=True, help="a benchmarks/learning.py data folder (certified data, split)")
     p.add_argument("--domain-file", default=str(ROOT / "benchmarks" / "learning.yaml"))
     p.add_argument("--out", default=None, help="where the checkpoints and the report go (default: DATA/dancer)")
-    p.add_argument("--questions", type=int, default=60)
+    p.add_argument("--questions", type=int, default=40)
     p.add_argument("--samples", type=int, default=2)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--resume", action="store_true", help="reuse the checkpoints an interrupted run saved in --out")
