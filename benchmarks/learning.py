@@ -16,6 +16,11 @@ evaluation against the budgets (training ≤ 90 min, evaluation ≤ 45 min) and 
 
     python benchmarks/learning.py [--data DIR] [--domain-file benchmarks/learning.yaml]
     python benchmarks/learning.py --eval-available [--data DIR]   # evaluate what has been trained
+    python benchmarks/learning.py --dancer [--data DIR]           # + GraphDancer's Graph-CoT rows
+
+``--dancer`` adds, after the table, GraphDancer in its own Graph-CoT environment on the same data
+folder and test questions (warm start, stage 1 as GRPO and PPO, DPO, NoPPO / NoDPO / NoCurriculum,
+the PPO-vs-GRPO step time): ``benchmarks/dancer.py`` run on ``--data``.
 
 ``--eval-available`` skips the pipeline and evaluates, with the same evaluation code, questions,
 seeds and judge as ``eval_reports``, the systems whose checkpoints the data folder already holds
@@ -193,6 +198,7 @@ def main() -> None:
     p.add_argument("--data", default=str(ROOT / "data" / "benchmarks" / "learning"), help="data folder (kept)")
     p.add_argument("--domain-file", default=str(ROOT / "benchmarks" / "learning.yaml"))
     p.add_argument("--eval-available", action="store_true", help="evaluate the systems trained so far, no pipeline")
+    p.add_argument("--dancer", action="store_true", help="then GraphDancer's Graph-CoT rows (benchmarks/dancer.py)")
     args = p.parse_args()
     data = Path(args.data).resolve()
     if args.eval_available:
@@ -267,6 +273,10 @@ def main() -> None:
         "report": str(Path(rec.path) / "report.html"),
     }
     print(json.dumps(summary))
+    if args.dancer:
+        print(flush=True)
+        dancer = [sys.executable, str(ROOT / "benchmarks" / "dancer.py"), "--data", str(data)]
+        subprocess.run([*dancer, "--domain-file", args.domain_file, "--resume"], cwd=ROOT, check=True)
 
 
 if __name__ == "__main__":
