@@ -335,15 +335,14 @@ def _dancer_systems(systems: list[SystemSpec], inputs: Mapping[str, Artifact], t
         if s.name == "graphdancer-rl":
             if env == "graph_cot":
                 warm = Path(str(s.model_dir)) / DANCER_WARM_START
+                trained = (warm / "config.json").is_file()
                 out.append(
                     SystemSpec(
                         "graphdancer warm start",
                         "graph_cot",
-                        str(warm) if (warm / "config.json").is_file() else None,
+                        str(warm) if trained else None,
                         f"SFT on Graph-CoT teacher trajectories ({where})",
-                        ""
-                        if (warm / "config.json").is_file()
-                        else "not trained: the stage-1 artifact has no warm start",
+                        "" if trained else "not trained: the stage-1 artifact has no warm start",
                         max_turns=turns,
                     )
                 )

@@ -76,8 +76,6 @@ def trained_environment(model_dir: str | Path) -> tuple[str, int | None]:
     """``(environment, turns)`` a checkpoint trained in, from its ``training_log.json``: GraphDancer
     with ``train.dancer_env: graph_cot`` plays the Graph-CoT API with its ``dancer_turns``;
     everything else the Python + Cypher sandbox with the evaluation's own turns (``None``)."""
-    import json
-
     log = Path(model_dir) / "training_log.json"
     config = json.loads(log.read_text()).get("config", {}) if log.is_file() else {}
     if config.get("environment") == "graph_cot":
