@@ -11,6 +11,7 @@ LLM's tokens per second and the wall time of each stage; then the paper's funnel
 (strict ≈ 29–35 %, partial ≈ 29–35 %, excluded ≈ 36 %, hard failures 14–21 %) and one JSON line.
 
     python benchmarks/funnel.py [--model qwen2.5-coder-0.5b] [--judge-model M] [--llm 40] [--template 40]
+                                [--closing force|hint] [--traces FILE]
 
 Budget: ≤ 90 minutes on 2 cores with nothing else running.
 """
@@ -79,6 +80,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-paraphrase", action="store_true", help="keep the template questions as generated")
+    p.add_argument("--closing", choices=["force", "hint"], default="force", help="the LLM Quizzer's closing turn")
+    p.add_argument("--traces", type=Path, default=None, help="write the LLM episodes' traces here (JSON)")
     args = p.parse_args()
 
     import torch
@@ -98,10 +101,13 @@ def main() -> None:
         seed=args.seed,
         model=args.model,
         backend_options={"threads": args.threads},
-        llm={"max_turns": args.max_turns, "max_new_tokens": args.max_new_tokens},
+        llm={"max_turns": args.max_turns, "max_new_tokens": args.max_new_tokens, "closing": args.closing},
         paraphrase=not args.no_paraphrase,
     )
     run = run_quiz(str(db), quiz)
+    if args.traces is not None:
+        llm_cands = [c.to_record() for c in run.candidates if c.quizzer == "llm"]
+        args.traces.write_text(json.dumps(llm_cands, indent=1, default=str))
     quiz_summary = summarize(run.candidates, run.wall_s)
     judge_model = args.judge_model or args.model
     certify = CertifyConfig(

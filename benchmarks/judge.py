@@ -87,6 +87,8 @@ def main() -> None:
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-ask-verdict", action="store_true", help="leave a reply cut before its verdict uncertain")
+    p.add_argument("--verdicts", type=Path, default=None, help="write every item's verdict and texts here (JSON)")
     args = p.parse_args()
 
     import torch
@@ -110,12 +112,25 @@ def main() -> None:
     for model in args.model:
         t1 = time.perf_counter()
         llm = TransformersBackend(model, threads=args.threads)
-        verdicts = SemanticJudge(llm, max_new_tokens=args.max_new_tokens).judge(items)
+        judge = SemanticJudge(llm, max_new_tokens=args.max_new_tokens, ask_verdict=not args.no_ask_verdict)
+        verdicts = judge.judge(items)
         llm.close()
         secs = time.perf_counter() - t1
         table = rates(items, verdicts)
-        results[model] = {"seconds": round(secs, 1), "per_item_s": round(secs / len(items), 2), "rates": table}
-        head = f"judge {model} ({args.split} split, {len(items)} items, {secs:.0f} s, {secs / len(items):.1f} s/item)"
+        asked = sum(bool(v.asked) for v in verdicts)
+        results[model] = {
+            "seconds": round(secs, 1),
+            "per_item_s": round(secs / len(items), 2),
+            "verdict_asked": asked,
+            "rates": table,
+        }
+        if args.verdicts is not None:
+            dump = [{"fault": i.fault, **v.to_json()} for i, v in zip(items, verdicts, strict=True)]
+            args.verdicts.with_suffix(f".{Path(model).name}.json").write_text(json.dumps(dump, indent=1))
+        head = (
+            f"judge {model} ({args.split} split, {len(items)} items, {secs:.0f} s, {secs / len(items):.1f} s/item; "
+            f"verdict asked for after a cut reply: {asked})"
+        )
         print(f"\n### {head}\n")
         print("| item kind | n | reject [95 % CI] | accept [95 % CI] | uncertain |")
         print("|---|---|---|---|---|")

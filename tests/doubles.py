@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from components.llm.base import ChatMessage, Generation, SamplingParams
+from components.llm.base import ChatMessage, Generation, SamplingParams, continues
 
 Reply = str | tuple[str, str]
 #: ``script(conversation, turn)`` → the reply for that conversation's turn ``turn`` (0-based: the
-#: number of assistant messages already in it).
+#: number of assistant messages already in it, an assistant prefix at its end not counted). The
+#: reply is the whole turn; after an assistant prefix the double returns what follows the prefix.
 Script = Callable[[Sequence[ChatMessage], int], Reply]
 
 
@@ -74,12 +75,16 @@ class ScriptedBackend:
             raise RuntimeError("backend down")
 
     def _reply(self, conversation: Sequence[Any]) -> tuple[str, str | None]:
+        prefix = ""
         if self.script is not None:
             turn = sum(1 for m in conversation if m["role"] == "assistant")
+            if continues(conversation):  # an assistant prefix: continued, as a real backend does
+                prefix, turn = conversation[-1]["content"], turn - 1
             res = self.script(conversation, turn)
         else:
             res = self.replies.pop(0)
-        return res if isinstance(res, tuple) else (res, None)
+        text, stop = res if isinstance(res, tuple) else (res, None)
+        return text.removeprefix(prefix), stop
 
     @staticmethod
     def _cut(text: str, stop: str) -> str:

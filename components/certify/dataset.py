@@ -36,7 +36,7 @@ from components.certify.accuracy import AccuracyReport, fault_accuracy
 from components.certify.certifier import REASONS, RULES_VERSION, Certificate, certify_many
 from components.certify.faults import FAULTS
 from components.certify.incremental import candidate_key, candidate_reads
-from components.certify.judge import JudgeVerdict, SemanticJudge
+from components.certify.judge import JUDGE_PROTOCOL, JudgeVerdict, SemanticJudge
 from components.certify.leakage import LeakageFilter, LeakageResult, build_lexicon, load_eval_questions
 from components.cypher.features import features_json
 from components.options import checked_options
@@ -154,7 +154,7 @@ def certify_params(config: CertifyConfig) -> dict[str, Any]:
 
         opts = config.judge_kwargs()
         precision = dtype_name(opts.get("dtype")) if config.judge_backend != "openai" else None
-        judge = {**model_identity(opts.get("model_dir")), "precision": precision}
+        judge = {**model_identity(opts.get("model_dir")), "precision": precision, "protocol": JUDGE_PROTOCOL}
     return {**config.to_json(), "rules": RULES_VERSION, "eval_questions_hash": eval_hash, "judge_identity": judge}
 
 

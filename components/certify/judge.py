@@ -22,6 +22,11 @@ then ``"skipped"``, and the final verdict is ``reject`` anyway.
 and spacing tolerant, accepts markdown decoration (``**Verdict:** Accept``) and inflections
 (``accepted``), and the **last** occurrence wins. No verdict line → ``uncertain``.
 
+**Asking for the verdict**: a stage reply without any verdict line — in practice a small model's
+reasoning cut at ``max_new_tokens`` — is continued once from ``VERDICT:`` (an assistant prefix, a
+few greedy tokens; ``ask_verdict=True``, the default), so a judge that ran out of room still
+decides instead of counting as ``uncertain``. The stages asked are listed in ``asked``.
+
 **Combination**: ``reject`` if either stage rejects; ``accept`` only if both accept; otherwise
 ``uncertain``. A backend failure makes every verdict of that call ``uncertain`` with ``error`` set.
 """
@@ -38,6 +43,7 @@ from components.cypher.features import derive
 from components.llm.base import ChatMessage, GenerationBackend, SamplingParams
 
 __all__ = [
+    "JUDGE_PROTOCOL",
     "JUDGE_VERDICTS",
     "JudgeInput",
     "JudgeVerdict",
@@ -48,6 +54,11 @@ __all__ = [
 ]
 
 JUDGE_VERDICTS: Final = ("accept", "reject", "uncertain")
+#: what the judge asks and how (prompts, stages, the verdict follow-up): part of the certified
+#: dataset's fingerprint when the judge is on, so a changed protocol re-judges
+JUDGE_PROTOCOL: Final = 2
+#: the assistant prefix a stage reply without a verdict line is continued from
+VERDICT_PREFIX: Final = "\n\nVERDICT:"
 
 _MAX_CELL_CHARS: Final = 200
 _MAX_PROGRAM_CHARS: Final = 4000
@@ -232,6 +243,7 @@ class JudgeVerdict:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
+    asked: list[int] = field(default_factory=list)  # stages whose verdict was asked for (no verdict line)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -243,6 +255,7 @@ class JudgeVerdict:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "error": self.error,
+            "asked": list(self.asked),
         }
 
 
@@ -257,6 +270,7 @@ class SemanticJudge:
     temperature: float = 0.0
     preview_rows: int = 5
     short_circuit: bool = True
+    ask_verdict: bool = True
     _params: SamplingParams = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -264,24 +278,41 @@ class SemanticJudge:
             max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed, n=1
         )
 
-    def _run(self, inputs: Sequence[JudgeInput], stage: int) -> tuple[list[tuple[str, int, int]], str | None]:
+    def _generate(self, conversations: list[list[ChatMessage]], params: SamplingParams) -> list[tuple[str, int, int]]:
+        out = self.backend.generate(conversations, params)
+        if len(out) != len(conversations):
+            raise ValueError(f"backend returned {len(out)} results for {len(conversations)} prompts")
+        return [
+            (g.text, g.prompt_tokens, g.completion_tokens) if g else ("", 0, 0)
+            for g in (o[0] if o else None for o in out)
+        ]
+
+    def _run(
+        self, inputs: Sequence[JudgeInput], stage: int
+    ) -> tuple[list[tuple[str, int, int]], list[bool], str | None]:
+        """Each input's stage reply (text, prompt and completion tokens), whether its verdict had
+        to be asked for, and a backend error (then every reply is empty)."""
         if not inputs:
-            return [], None
+            return [], [], None
+        asked = [False] * len(inputs)
         try:
-            out = self.backend.generate([judge_messages(i, stage) for i in inputs], self._params)
-            if len(out) != len(inputs):
-                raise ValueError(f"backend returned {len(out)} results for {len(inputs)} prompts")
-            res = []
-            for gens in out:
-                g = gens[0] if gens else None
-                res.append((g.text, g.prompt_tokens, g.completion_tokens) if g else ("", 0, 0))
-            return res, None
+            messages = [judge_messages(i, stage) for i in inputs]
+            res = self._generate(messages, self._params)
+            todo = [k for k, (text, _, _) in enumerate(res) if self.ask_verdict and not _VERDICT_RE.search(text)]
+            follow = [
+                [*messages[k], {"role": "assistant", "content": res[k][0].rstrip() + VERDICT_PREFIX}] for k in todo
+            ]
+            short = SamplingParams(max_new_tokens=4, temperature=0.0, seed=self.seed, n=1)
+            for k, (more, p, c) in zip(todo, self._generate(follow, short) if todo else [], strict=True):
+                text, p0, c0 = res[k]
+                res[k], asked[k] = (text.rstrip() + VERDICT_PREFIX + more, p0 + p, c0 + c), True
+            return res, asked, None
         except Exception as exc:  # noqa: BLE001 - a backend failure is an uncertain verdict
-            return [("", 0, 0)] * len(inputs), f"stage {stage}: {type(exc).__name__}: {exc}"[:2000]
+            return [("", 0, 0)] * len(inputs), asked, f"stage {stage}: {type(exc).__name__}: {exc}"[:2000]
 
     def judge(self, candidates: Sequence[Any]) -> list[JudgeVerdict]:
         inputs = [JudgeInput.from_candidate(c, preview_rows=self.preview_rows) for c in candidates]
-        s1, err1 = self._run(inputs, 1)
+        s1, asked1, err1 = self._run(inputs, 1)
         verdicts = [
             JudgeVerdict(
                 "uncertain",
@@ -291,16 +322,18 @@ class SemanticJudge:
                 prompt_tokens=p,
                 completion_tokens=c,
                 error=err1,
+                asked=[1] if a else [],
             )
-            for t, p, c in s1
+            for (t, p, c), a in zip(s1, asked1, strict=True)
         ]
         todo = [i for i, v in enumerate(verdicts) if not (self.short_circuit and v.stage1 == "reject")]
-        s2, err2 = self._run([inputs[i] for i in todo], 2)
-        for i, (t, p, c) in zip(todo, s2, strict=True):
+        s2, asked2, err2 = self._run([inputs[i] for i in todo], 2)
+        for i, (t, p, c), a in zip(todo, s2, asked2, strict=True):
             v = verdicts[i]
             v.stage2, v.stage2_text = parse_verdict(t), t
             v.prompt_tokens += p
             v.completion_tokens += c
+            v.asked += [2] if a else []
             if err2:
                 v.error = f"{v.error}; {err2}" if v.error else err2
         for v in verdicts:

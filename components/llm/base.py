@@ -17,6 +17,7 @@ __all__ = [
     "GenerationBackend",
     "LLMError",
     "SamplingParams",
+    "continues",
     "register_backend",
 ]
 
@@ -63,13 +64,21 @@ class GenerationBackend(Protocol):
     def generate(
         self, conversations: Sequence[Sequence[ChatMessage]], params: SamplingParams
     ) -> list[list[Generation]]:
-        """For each conversation, ``params.n`` generations (outer list in input order)."""
+        """For each conversation, ``params.n`` generations (outer list in input order). A
+        conversation that ends with an assistant message is *continued*: that message is the start
+        of the reply (an assistant prefix), and the generation's text is what follows it."""
         ...
 
     def close(self) -> None: ...
 
 
 BACKENDS: dict[str, Callable[..., GenerationBackend]] = {}
+
+
+def continues(conversation: Sequence[ChatMessage]) -> bool:
+    """Whether ``conversation`` ends with an assistant message, i.e. asks for that message to be
+    continued rather than for a new reply (:meth:`GenerationBackend.generate`)."""
+    return bool(conversation) and conversation[-1].get("role") == "assistant"
 
 
 def register_backend(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

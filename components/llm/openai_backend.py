@@ -28,6 +28,7 @@ from components.llm.base import (
     Generation,
     LLMError,
     SamplingParams,
+    continues,
     register_backend,
 )
 
@@ -94,6 +95,8 @@ class OpenAIBackend:
             body["stop"] = list(params.stop)
         if params.seed is not None:
             body["seed"] = params.seed + i
+        if continues(conv):  # an assistant prefix: the chat-completions extension vLLM's server reads
+            body.update(continue_final_message=True, add_generation_prompt=False)
         return body
 
     def _request(self, body: dict[str, Any], params: SamplingParams) -> list[Generation]:

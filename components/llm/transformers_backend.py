@@ -34,6 +34,7 @@ from components.llm.base import (
     Generation,
     LLMError,
     SamplingParams,
+    continues,
     register_backend,
 )
 from components.llm.engine import Engine
@@ -179,9 +180,11 @@ class TransformersBackend:
         return out
 
     def _render(self, conversation: Sequence[ChatMessage]) -> str:
+        messages = [dict(m) for m in conversation]
+        prefix = continues(messages)
         try:
             return self.tokenizer.apply_chat_template(
-                [dict(m) for m in conversation], tokenize=False, add_generation_prompt=True
+                messages, tokenize=False, add_generation_prompt=not prefix, continue_final_message=prefix
             )
         except Exception as exc:
             raise LLMError(f"chat template of {self.model_name} failed: {exc}") from exc

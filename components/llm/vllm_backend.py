@@ -19,6 +19,7 @@ from components.llm.base import (
     Generation,
     LLMError,
     SamplingParams,
+    continues,
     register_backend,
 )
 from components.llm.registry import model_folder
@@ -106,6 +107,10 @@ class VLLMBackend:
     ) -> list[list[Generation]]:
         if not conversations:
             return []
+        prefixed = {continues(conv) for conv in conversations}
+        if len(prefixed) > 1:
+            raise LLMError("vLLM continues every conversation of a call or none: split assistant prefixes into a call")
+        prefix = prefixed.pop()
         sampling = [to_vllm_sampling(self._vllm, params, i) for i in range(len(conversations))]
         t0 = time.perf_counter()
         outputs = self._llm.chat(
@@ -113,7 +118,8 @@ class VLLMBackend:
             sampling_params=sampling,
             use_tqdm=False,
             chat_template=self.chat_template,
-            add_generation_prompt=True,
+            add_generation_prompt=not prefix,
+            continue_final_message=prefix,
         )
         return self._collect(outputs, time.perf_counter() - t0)
 

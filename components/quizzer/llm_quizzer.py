@@ -55,6 +55,7 @@ from components.llm.base import (
     GenerationBackend,
     SamplingParams,
 )
+from components.quizzer.answers import parse_printed
 from components.quizzer.axes import Axes, sample_axes
 from components.quizzer.candidate import QACandidate, candidate_id, format_answer
 from components.quizzer.context import (
@@ -72,7 +73,9 @@ from components.quizzer.final import (
     run_final_program,
 )
 from components.quizzer.prompts import (
+    CLOSING_FORCED,
     CLOSING_HINT,
+    REPEATED_NOTE,
     information_message,
     repair_message,
     system_prompt,
@@ -83,16 +86,30 @@ from components.tools.sandbox import SandboxEpisode, SandboxLimits
 __all__ = ["LLMQuizzer", "LLMQuizzerConfig", "ParsedTurn", "parse_turn", "worked_examples"]
 
 _CODE: Final = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
-_QUESTION: Final = re.compile(r"<question>(.*?)</question>", re.DOTALL)
+#: a question ends at its closing tag or, when the model forgot it, where the answer tag opens
+_QUESTION: Final = re.compile(r"<question>(.*?)(?:</question>|(?=<answer>))", re.DOTALL)
 _ANSWER: Final = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _OPEN_TAG: Final = re.compile(r"<(question|answer)>", re.DOTALL)
 _NO_REPAIR: Final = frozenset({"no_start_node", "backend_error"})
+CLOSING_MODES: Final = frozenset({"force", "hint"})
+#: the start of the model's turn after an exploration program it must close on (``closing: force``)
+CLOSING_PREFIX: Final = "<question>"
 
 
 @dataclass(frozen=True)
 class LLMQuizzerConfig:
     """Loop budget and sampling. ``max_turns`` counts exploration and final turns (the repair
-    turn comes on top)."""
+    turn comes on top, and so does a closing turn owed after the last exploration turn).
+
+    ``closing`` — what follows an exploration program that ran, printed an answer of the requested
+    type and marked its evidence: ``"force"`` (the default) makes it the final program, starts the
+    model's next turn with ``<question>`` and ends it at ``</question>`` — the model writes the
+    question, the answer is what the program printed
+    (:data:`~components.quizzer.prompts.CLOSING_FORCED`); ``"hint"`` only tells the model it may
+    close (:data:`~components.quizzer.prompts.CLOSING_HINT`) and lets it explore on. Measured in
+    ``docs/benchmarks.md``: small models given the hint explore again instead of closing, and
+    asked for both tags state answers their program did not print.
+    """
 
     max_turns: int = 4
     max_new_tokens: int = 384
@@ -105,6 +122,14 @@ class LLMQuizzerConfig:
     answer_types: tuple[str, ...] | None = None  # restrict the axis draws (None: all)
     difficulties: tuple[str, ...] | None = None
     few_shot: int = 3  # worked examples from the template quizzer on this graph (0: a generic one)
+    closing: str = "force"  # "force" | "hint"
+    closing_new_tokens: int = 160  # budget of a forced closing turn (the question only)
+
+    def __post_init__(self) -> None:
+        if self.closing not in CLOSING_MODES:
+            raise ValueError(f"llm quizzer closing must be one of {sorted(CLOSING_MODES)}, got {self.closing!r}")
+        if self.max_turns < 1 or self.max_new_tokens < 1 or self.closing_new_tokens < 1:
+            raise ValueError("llm quizzer max_turns, max_new_tokens and closing_new_tokens must be >= 1")
 
 
 _LITERAL: Final = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
@@ -158,6 +183,8 @@ def parse_turn(text: str) -> ParsedTurn:
     'final'
     >>> parse_turn("hello").reason
     'no_code'
+    >>> parse_turn("<question>Who?\\n<answer>Ann</answer>").question  # a forgotten </question>
+    'Who?'
     """
     if not isinstance(text, str) or not text.strip():
         return ParsedTurn("empty", reason="empty_output")
@@ -193,6 +220,12 @@ class _Episode:
     #: only ``<question>…</question><answer>…</answer>`` after it makes it the final program
     program: str | None = None
     program_turn: int | None = None
+    printed: str | None = None  # that program's answer, formatted
+    #: ``closing: force``: the next turn starts with :data:`CLOSING_PREFIX` (it closes on ``program``)
+    closing_due: bool = False
+    #: the last exploration program and whether it failed (a repeat of a failed one is pointed out)
+    last_code: str | None = None
+    last_failed: bool = False
     started: float = field(default_factory=time.perf_counter)
 
     def close(self) -> None:
@@ -251,24 +284,27 @@ class LLMQuizzer:
         ]
         return ep
 
-    def _params(self, turn: int) -> SamplingParams:
+    def _params(self, turn: int, *, closing: bool = False) -> SamplingParams:
         c = self.config
         return SamplingParams(
-            max_new_tokens=c.max_new_tokens,
+            max_new_tokens=c.closing_new_tokens if closing else c.max_new_tokens,
             temperature=c.temperature,
             top_p=c.top_p,
             top_k=c.top_k,
-            stop=("</answer>",),
+            stop=("</question>",) if closing else ("</answer>",),
             seed=self.seed * 1_000_003 + turn * 7919,
         )
 
-    def _call(self, eps: list[_Episode], turn: int) -> list[Generation | None]:
-        """One batched generation for ``eps``; a backend failure fails those episodes."""
+    def _call(self, eps: list[_Episode], turn: int, *, closing: bool = False) -> list[Generation | None]:
+        """One batched generation for ``eps``; a backend failure fails those episodes. With
+        ``closing`` every conversation ends with the assistant prefix :data:`CLOSING_PREFIX`, which
+        the backend continues."""
         if not eps:
             return []
+        prefix = [{"role": "assistant", "content": CLOSING_PREFIX}] if closing else []
         t0 = time.perf_counter()
         try:
-            outs = self.backend.generate([list(ep.messages) for ep in eps], self._params(turn))
+            outs = self.backend.generate([[*ep.messages, *prefix] for ep in eps], self._params(turn, closing=closing))
         except Exception as exc:  # noqa: BLE001 - recorded, never raised
             for ep in eps:
                 ep.cand.fail("backend_error", f"{type(exc).__name__}: {exc}")
@@ -291,12 +327,15 @@ class LLMQuizzer:
         if gen is None:
             return "", "none"
         text = gen.text if isinstance(gen.text, str) else ""
-        if gen.stop_reason == "</answer>":
-            text += "</answer>"
+        if gen.stop_reason in ("</answer>", "</question>"):
+            text += gen.stop_reason
         return text, gen.stop_reason
 
     def _step(self, ep: _Episode, gen: Generation | None, *, repair: bool = False) -> None:
         text, stop = self._text(gen)
+        forced, ep.closing_due = ep.closing_due, False
+        if forced:  # the turn began with the prefix the backend continued
+            text = CLOSING_PREFIX + text
         ep.turns += 1
         ep.messages.append({"role": "assistant", "content": text})
         turn = parse_turn(text)
@@ -308,8 +347,17 @@ class LLMQuizzer:
             "kind": turn.kind,
             "reason": turn.reason,
         }
+        if forced:
+            record["prefix"] = CLOSING_PREFIX
         ep.cand.trace.append(record)
-        if turn.kind == "final" and turn.reason == "no_final_code" and ep.program is not None:
+        if forced:
+            # a forced closing turn: the model wrote the question the program answers; the
+            # answer is what the program printed (the program is re-run alone in _final)
+            question = text.removeprefix(CLOSING_PREFIX).split("</question>")[0].strip()
+            ok = question and stop != "length" and "<" not in question
+            turn = ParsedTurn("final", ep.program, question or None, ep.printed, None if ok else "missing_tags")
+            record.update(kind="closing", reason=turn.reason, program_from_turn=ep.program_turn, answer_from="program")
+        elif turn.kind == "final" and turn.reason == "no_final_code" and ep.program is not None:
             # a closing turn: the question and answer for the program the model just ran
             closing = ParsedTurn("final", ep.program, turn.question, turn.answer)
             turn = closing if turn.question and turn.answer is not None else replace(closing, reason="missing_tags")
@@ -318,7 +366,8 @@ class LLMQuizzer:
             self._final(ep, turn, record)
             ep.done = True
             return
-        if repair:  # the repair turn must be a final turn
+        if repair and (turn.kind != "explore" or self.config.closing != "force"):
+            # the repair turn must be a final turn (or, with forced closing, a program to close on)
             ep.cand.fail(turn.reason or "missing_tags", "the repair turn was not a final turn")
             ep.done = True
             return
@@ -335,9 +384,15 @@ class LLMQuizzer:
             hints = self._direction_hints(t.query for t in cell.traced)
             if hints:
                 obs = f"{obs}\n{hints}"
-            if cell.ok and cell.stdout.strip() and any(t.id in cell.evidence for t in cell.traced):
-                ep.program, ep.program_turn = turn.code, ep.turns
-                obs = f"{obs}\n{CLOSING_HINT}"
+            if turn.code == ep.last_code and ep.last_failed:
+                obs = f"{obs}\n{REPEATED_NOTE}"
+            ep.last_code, ep.last_failed = turn.code, not cell.ok
+            marked = any(t.id in cell.evidence for t in cell.traced)
+            printed = self._answer(cell.stdout, ep.cand.answer_type) if cell.ok and marked else None
+            if printed is not None:
+                ep.program, ep.program_turn, ep.printed = turn.code, ep.turns, printed
+                ep.closing_due = self.config.closing == "force"
+                obs = f"{obs}\n{CLOSING_FORCED if ep.closing_due else CLOSING_HINT}"
             record["cell"] = cell.to_json()
         else:
             obs = (
@@ -346,10 +401,24 @@ class LLMQuizzer:
             )
         record["observation"] = obs
         ep.messages.append({"role": "user", "content": information_message(obs)})
-        if ep.turns >= self.config.max_turns:
+        if repair and not ep.closing_due:
+            ep.cand.fail("missing_tags", "the repair turn was a program that printed no answer with its evidence")
+            ep.done = True
+        elif ep.turns >= self.config.max_turns and not ep.closing_due:
             reason = ep.last_issue if ep.last_issue in ("empty_output", "no_code") else "loop_limit"
             ep.cand.fail(reason, f"no final turn in {self.config.max_turns} turns")
             ep.done = True
+
+    @staticmethod
+    def _answer(stdout: str, answer_type: str) -> str | None:
+        """The answer of ``answer_type`` the last line of ``stdout`` prints, formatted (``None``
+        for ``null``, an empty set or another type): what a program must print to be closed on."""
+        lines = [line for line in stdout.splitlines() if line.strip()]
+        try:
+            value = parse_printed(lines[-1] if lines else None, answer_type)
+        except AnswerParseError:
+            return None
+        return None if value == [] else format_answer(value)
 
     def _direction_hints(self, queries: Any) -> str:
         """A note per relationship pattern whose direction the schema does not have, with the
@@ -417,7 +486,7 @@ class LLMQuizzer:
             cand.fail("unparseable_answer", f"stated answer: {exc}")
             return
         try:
-            printed = parse_answer(run.printed, answer_type)
+            printed = parse_printed(run.printed, answer_type)
         except AnswerParseError as exc:
             cand.fail("answer_mismatch", f"printed answer {run.printed!r} is not a {answer_type}: {exc}")
             return
@@ -445,13 +514,15 @@ class LLMQuizzer:
                 eps.append(_Episode(i, cand.fail("no_start_node", f"{type(exc).__name__}: {exc}"), None, done=True))
         finished = 0
         try:
-            for turn in range(self.config.max_turns):
+            for turn in range(self.config.max_turns + 1):  # + a closing turn owed after the last
                 active = [ep for ep in eps if not ep.done]
                 if not active:
                     break
-                for ep, gen in zip(active, self._call(active, turn)):
-                    if not ep.done:
-                        self._guarded(ep, gen)
+                groups = {c: [ep for ep in active if ep.closing_due == c] for c in (False, True)}
+                for closing, group in groups.items():  # a call per kind (a backend continues all or none)
+                    for ep, gen in zip(group, self._call(group, turn, closing=closing)):
+                        if not ep.done:
+                            self._guarded(ep, gen)
                 finished = self._report(eps, finished, progress, n, final=False)
             if self.config.repair:
                 failed = [ep for ep in eps if ep.cand.failure_reason not in _NO_REPAIR and not ep.cand.ok]
@@ -476,6 +547,11 @@ class LLMQuizzer:
                 for ep, gen in zip(failed, gens):
                     if ep.cand.failure_reason == "backend_error" and gen is None:
                         continue
+                    self._guarded(ep, gen, repair=True)
+                    ep.cand.repaired = ep.cand.ok
+                # a repair turn that was a program to close on is owed its closing turn
+                owed = [ep for ep in failed if ep.closing_due]
+                for ep, gen in zip(owed, self._call(owed, self.config.max_turns + 1, closing=True)):
                     self._guarded(ep, gen, repair=True)
                     ep.cand.repaired = ep.cand.ok
         finally:

@@ -10,9 +10,13 @@
   ``cypher()``, computes the answer, calls ``mark_evidence(...)`` on the results the answer rests
   on and ends with ``print(answer)`` — followed by ``<question>…</question><answer>…</answer>``.
   A turn holding ``<question>`` or ``<answer>`` is treated as the final turn.
-* A **closing turn** — only ``<question>…</question><answer>…</answer>`` — right after an
-  exploration turn whose program ran, printed a value and marked its evidence makes that program
-  the final program (:data:`CLOSING_HINT` tells the model when it may close).
+* A **closing turn** follows an exploration turn (or the repair turn) whose program ran, printed
+  an answer of the requested type and marked its evidence; that program becomes the final program.
+  By default the closing is forced: the model's next turn is started with ``<question>`` and ends
+  at ``</question>`` — the model writes only the question the program answers, and the answer is
+  what the program printed (:data:`CLOSING_FORCED` says so). With ``closing: hint`` the closing is
+  only offered (:data:`CLOSING_HINT`) and the model writes ``<question>…</question><answer>…</answer>``
+  itself.
 * Answers by type: entity — the name; boolean — ``yes`` / ``no``; number — digits only; set —
   items separated by ``; ``. The final program's last printed line must equal the stated answer
   after normalisation.
@@ -31,7 +35,9 @@ from components.quizzer.axes import Axes
 
 __all__ = [
     "ANSWER_FORMATS",
+    "CLOSING_FORCED",
     "CLOSING_HINT",
+    "REPEATED_NOTE",
     "MATCH_TEXT",
     "PATTERN_TEXT",
     "RETURN_TEXT",
@@ -119,12 +125,22 @@ Write a question about this node with:
 Use names, not ids, in the question. Start exploring with one ```python block."""
 
 
-#: appended to the observation of an exploration program that ran, printed and marked evidence
+#: appended to the observation of an exploration program that ran, printed an answer of the
+#: requested type and marked its evidence (``closing: hint``)
 CLOSING_HINT: Final = (
     "This program printed an answer and marked its evidence. To finish, write only "
     "<question>...</question><answer>...</answer> for it (this program becomes the final program), "
     "or explore further with one ```python block."
 )
+
+#: the same, with ``closing: force``: the model's next turn starts with ``<question>``
+CLOSING_FORCED: Final = (
+    "This program printed an answer and marked its evidence: it is your final program, and what it "
+    "printed is the answer. Now write the question it answers, using names, not ids: <question>...</question>"
+)
+
+#: appended when an exploration program repeats the previous one, which failed
+REPEATED_NOTE: Final = "You ran this same program before and it failed the same way: change it."
 
 
 def example_text(examples: Sequence[Any]) -> str:

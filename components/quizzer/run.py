@@ -66,7 +66,9 @@ class QuizConfig:
         bad_llm = set(raw.get("llm") or {}) - {f.name for f in fields(LLMQuizzerConfig)}
         if bad_llm:
             raise ValueError(f"unknown llm quizzer options {sorted(bad_llm)}")
-        return cls(**raw)
+        config = cls(**raw)
+        config.llm_config()  # its values are checked when the YAML is read, not when the quizzer runs
+        return config
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "backend_options": dict(self.backend_options), "llm": dict(self.llm)}
@@ -99,8 +101,10 @@ def model_identity(config: QuizConfig) -> dict[str, Any]:
 
 
 def _params(config: QuizConfig) -> dict[str, Any]:
-    """What identifies a quizzer run: the config and what the LLM Quizzer's model is."""
-    return {**config.to_json(), "model_identity": model_identity(config)}
+    """What identifies a quizzer run: the config, what the LLM Quizzer's model is and, when it
+    runs, every LLM Quizzer setting resolved (a changed default is a changed run)."""
+    llm = {"llm_resolved": asdict(config.llm_config())} if config.llm_n > 0 else {}
+    return {**config.to_json(), "model_identity": model_identity(config), **llm}
 
 
 @dataclass

@@ -122,7 +122,7 @@ def test_stages_batched_and_short_circuit(candidates) -> None:
     c = candidates[:3]
     # stage 1: accept, reject, garbage; stage 2 only for the two not rejected: reject, accept
     backend = ScriptedBackend(["VERDICT: accept", "VERDICT: reject", "blah", "VERDICT: reject", "VERDICT: accept"])
-    vs = SemanticJudge(backend, max_new_tokens=32, seed=3).judge(c)
+    vs = SemanticJudge(backend, max_new_tokens=32, seed=3, ask_verdict=False).judge(c)
     assert [len(call) for call in backend.calls] == [3, 2]
     assert [(v.stage1, v.stage2, v.verdict) for v in vs] == [
         ("accept", "reject", "reject"),
@@ -133,6 +133,30 @@ def test_stages_batched_and_short_circuit(candidates) -> None:
     j = vs[0].to_json()
     assert j["verdict"] == "reject" and j["stage1_text"] == "VERDICT: accept" and j["error"] is None
     assert isinstance(vs[0], JudgeVerdict)
+
+
+def test_a_reply_cut_before_its_verdict_is_asked_for_it(candidates) -> None:
+    """A stage reply with no verdict line (cut at max_new_tokens) is continued once from
+    ``VERDICT:`` — only those replies, in one batched call of a few tokens; an explicit
+    ``uncertain`` is a verdict and is not asked again."""
+    cut = "1. Entities: the question names Ann, the query is anchored on"
+    replies = [cut, "checks...\nVERDICT: uncertain", cut, " reject", " Accept", "VERDICT: accept", "VERDICT: accept"]
+    backend = ScriptedBackend(replies)
+    vs = SemanticJudge(backend, max_new_tokens=16).judge(candidates[:3])
+    # stage 1 (3), its follow-ups (2), stage 2 for the two not rejected (2)
+    assert backend.batches == [3, 2, 2]
+    follow = backend.calls[1]
+    assert all(conv[-1]["role"] == "assistant" and conv[-1]["content"] == cut + "\n\nVERDICT:" for conv in follow)
+    assert [(v.stage1, v.stage2, v.verdict, v.asked) for v in vs] == [
+        ("reject", "skipped", "reject", [1]),
+        ("uncertain", "accept", "uncertain", []),
+        ("accept", "accept", "accept", [1]),
+    ]
+    assert vs[0].stage1_text == cut + "\n\nVERDICT: reject" and vs[0].to_json()["asked"] == [1]
+    assert vs[0].prompt_tokens == 20 and vs[0].completion_tokens == 10  # both calls counted
+    # switched off, the cut reply stays uncertain
+    off = SemanticJudge(ScriptedBackend([cut, "VERDICT: accept"]), ask_verdict=False).judge(candidates[:1])
+    assert off[0].stage1 == "uncertain" and off[0].asked == []
 
 
 def test_backend_failure_is_uncertain(candidates) -> None:
@@ -168,3 +192,5 @@ def test_tiny_random_model_gives_parseable_or_uncertain(candidates, tmp_path_fac
         assert v.stage1 in ("accept", "reject", "uncertain")
         assert v.stage2 in ("accept", "reject", "uncertain", "skipped")
         assert v.prompt_tokens > 100 and v.completion_tokens > 0
+        # a random model's 8 tokens hold no verdict line: the real backend continued it from "VERDICT:"
+        assert v.asked and "\n\nVERDICT:" in v.stage1_text

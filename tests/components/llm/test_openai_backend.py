@@ -136,6 +136,24 @@ def test_stop_strings_and_reasons(server: tuple[str, list[dict]], local_model: T
     assert cut.completion_tokens < full.completion_tokens
 
 
+def test_an_assistant_prefix_asks_the_server_to_continue(
+    server: tuple[str, list[dict]], local_model: TransformersBackend
+) -> None:
+    """A conversation ending with an assistant message is sent with vLLM's chat-completions
+    extension (continue the final message, no new generation prompt); this server continues it
+    as the in-process backend does."""
+    url, seen = server
+    conv = [*CONVS[0], {"role": "assistant", "content": "It is"}]
+    params = SamplingParams(max_new_tokens=8, temperature=0, seed=1)
+    [[remote]] = OpenAIBackend(url, "tiny").generate([conv], params)
+    [[local]] = local_model.generate([conv], params)
+    assert remote.text == local.text
+    body = seen[-1]["body"]
+    assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
+    OpenAIBackend(url, "tiny").generate([CONVS[0]], params)
+    assert "continue_final_message" not in seen[-1]["body"]
+
+
 def test_http_error_names_the_url(server: tuple[str, list[dict]]) -> None:
     url, _ = server
     with pytest.raises(LLMError, match=r"/fail/v1/chat/completions answered HTTP 500: .*model exploded"):

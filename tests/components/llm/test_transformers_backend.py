@@ -58,6 +58,16 @@ def test_stop_string_cuts_the_text(smol: TransformersBackend) -> None:
     assert cut.completion_tokens < full.completion_tokens  # it stopped generating early
 
 
+def test_an_assistant_prefix_is_continued(smol: TransformersBackend) -> None:
+    """A conversation ending with an assistant message asks for that message to be continued: the
+    prompt ends with the prefix (no end-of-turn after it) and the text is what follows it."""
+    prefix = "The capital of France is"
+    conv = [*QUESTION, {"role": "assistant", "content": prefix}]
+    assert smol._render(conv).endswith(prefix) and not smol._render(QUESTION).endswith(prefix)
+    [[g]] = smol.generate([conv], GREEDY)
+    assert "Paris" in g.text and not g.text.lstrip().startswith("The capital")
+
+
 def test_max_new_tokens_ends_with_length(smol: TransformersBackend) -> None:
     [[g]] = smol.generate([HAIKU], SamplingParams(max_new_tokens=3, temperature=0))
     assert g.completion_tokens == 3 and g.stop_reason == "length" and g.text

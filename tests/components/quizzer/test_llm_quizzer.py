@@ -61,19 +61,21 @@ def test_explore_then_final_makes_a_complete_candidate(academic) -> None:
 
 
 def test_a_closing_turn_makes_the_last_marked_program_the_final_program(academic) -> None:
-    """A small model explores correctly, then writes only the tags: the program it just ran (which
-    printed and marked its evidence) becomes the final program, re-checked in a fresh sandbox."""
+    """``closing: hint``: a small model explores correctly, then writes only the tags: the program
+    it just ran (which printed an answer and marked its evidence) becomes the final program,
+    re-checked in a fresh sandbox."""
     from components.quizzer.prompts import CLOSING_HINT
 
     n = academic[2]
     tags = f"<question>How many authors are there?</question><answer>{n}</answer>"
-    (c,), _ = run(academic, lambda conv, t: [f"```python\n{COUNT}\n```", tags][t], repair=False)
+    hint = {"repair": False, "closing": "hint"}
+    (c,), _ = run(academic, lambda conv, t: [f"```python\n{COUNT}\n```", tags][t], **hint)
     assert c.ok and c.answer_value == n and c.final_program.strip() == COUNT, (c.failure_reason, c.failure_detail)
     assert CLOSING_HINT in c.trace[0]["observation"] and c.trace[1]["kind"] == "closing"
     assert c.trace[1]["program_from_turn"] == 1 and c.trace[1]["final_run"]["ok"]
     # a program that marked nothing is not one to close on: the tags alone have no final code …
     unmarked = 'r = cypher("MATCH (a:Author) RETURN count(a) AS c")\nprint(r.rows[0][0])'
-    (c2,), _ = run(academic, lambda conv, t: [f"```python\n{unmarked}\n```", tags][t], repair=False)
+    (c2,), _ = run(academic, lambda conv, t: [f"```python\n{unmarked}\n```", tags][t], **hint)
     assert c2.failure_reason == "no_final_code" and CLOSING_HINT not in c2.trace[0]["observation"]
     # … and a closing program that leaned on an earlier turn's variable fails in the fresh sandbox
     script = [
@@ -81,13 +83,55 @@ def test_a_closing_turn_makes_the_last_marked_program_the_final_program(academic
         "```python\nr = cypher(q)\nmark_evidence(r)\nprint(r.rows[0][0])\n```",
         tags,
     ]
-    (c3,), _ = run(academic, lambda conv, t: script[t], repair=False)
+    (c3,), _ = run(academic, lambda conv, t: script[t], **hint)
     assert c3.failure_reason == "code_error" and "NameError" in c3.failure_detail
     # a closing turn with the question but no answer still misses its tags
-    (c4,), _ = run(
-        academic, lambda conv, t: [f"```python\n{COUNT}\n```", "<question>How many?</question>"][t], repair=False
-    )
+    (c4,), _ = run(academic, lambda conv, t: [f"```python\n{COUNT}\n```", "<question>How many?</question>"][t], **hint)
     assert c4.failure_reason == "missing_tags"
+
+
+def test_a_forced_closing_turn_starts_with_the_question_tag(academic) -> None:
+    """``closing: force`` (the default): after a program that printed an answer of the requested
+    type and marked its evidence, the model's next turn is started with ``<question>`` — in a call
+    of its own — so a model that would explore again writes the question and answer instead; the
+    program is the final program. Programs printing no answer (``null``) or the wrong type, or
+    marking nothing, are not closed on."""
+    from components.quizzer.prompts import CLOSING_FORCED
+
+    n = academic[2]
+    explore = f"```python\n{COUNT}\n```"
+    tags = f"<question>How many authors are there?</question><answer>{n}</answer>"
+    # turn 1 is continued from "<question>" and ends at "</question>": the model writes the
+    # question; the answer is what the program printed (an answer the model states is not read)
+    wrong = "<question>How many authors are there?</question><answer>-1</answer>"
+    (c,), backend = run(academic, lambda conv, t: [explore, wrong, explore][t], repair=False)
+    assert c.ok and c.answer_value == n and c.final_program.strip() == COUNT, (c.failure_reason, c.failure_detail)
+    assert c.question == "How many authors are there?" and c.answer == str(n)
+    assert CLOSING_FORCED in c.trace[0]["observation"] and c.trace[1]["kind"] == "closing"
+    assert c.trace[1]["prefix"] == "<question>" and c.trace[1]["answer_from"] == "program"
+    closing_call = backend.calls[1][0]
+    assert closing_call[-1] == {"role": "assistant", "content": "<question>"}
+    # an empty question, or one cut at the token budget, is no question
+    for reply in ("<question></question>", ("<question>How many authors and how many", "length")):
+        (ce,), _ = run(academic, lambda conv, t, r=reply: [explore, r][t], repair=False)
+        assert ce.failure_reason == "missing_tags" and ce.trace[1]["kind"] == "closing"
+    # an exploration on the last turn is still owed its closing turn (max_turns 1 + 1)
+    (c1,), backend1 = run(academic, lambda conv, t: [explore, tags][t], max_turns=1, repair=False)
+    assert c1.ok and backend1.batches == [1, 1] and len(c1.trace) == 2
+    # programs that print no answer (null), an answer of another type, or mark nothing: no closing
+    for program in (
+        'r = cypher("MATCH (a:Author) RETURN count(a) AS c")\nmark_evidence(r)\nprint("null")',
+        'r = cypher("MATCH (a:Author) RETURN a.name AS n LIMIT 1")\nmark_evidence(r)\nprint(r.rows[0][0])',
+        'r = cypher("MATCH (a:Author) RETURN count(a) AS c")\nprint(r.rows[0][0])',
+    ):
+        script = [f"```python\n{program}\n```", "```python\nprint(1)\n```", tags]
+        (cx,), _ = run(academic, lambda conv, t, script=script: script[t], repair=False)
+        assert CLOSING_FORCED not in cx.trace[0]["observation"] and "prefix" not in cx.trace[1]
+    # a mixed batch: the episode that must close is one call, the one exploring on another
+    first = iter([explore, "```python\nprint(1)\n```"])
+    (c2, c3), backend2 = run(academic, lambda conv, t: next(first) if t == 0 else tags, n=2, repair=False)
+    assert backend2.batches == [2, 1, 1] and backend2.calls[2][0][-1]["content"] == "<question>"
+    assert c2.ok and c2.trace[1]["kind"] == "closing" and c3.failure_reason == "no_final_code"
 
 
 BAD_FINALS = {
@@ -159,6 +203,23 @@ def test_one_bounded_repair_pass(academic) -> None:
     assert c2.failure_reason == "code_error" and not c2.repaired and backend2.batches == [1, 1]
 
 
+def test_a_repair_program_is_closed_on(academic) -> None:
+    """With forced closing, a repair turn that is a program (no tags) which prints an answer and
+    marks its evidence is run and closed on like an exploration; one that does not, or any program
+    with ``closing: hint``, fails the repair as before."""
+    n = academic[2]
+    tags = f"<question>How many authors are there?</question><answer>{n}</answer>"
+    script = [final_turn("x = undefined_name"), f"```python\n{COUNT}\n```", tags]
+    (c,), backend = run(academic, lambda conv, t: script[t])
+    assert c.ok and c.repaired and c.final_program.strip() == COUNT, (c.failure_reason, c.failure_detail)
+    assert backend.batches == [1, 1, 1] and backend.calls[2][0][-1]["content"] == "<question>"
+    assert [r.get("kind") for r in c.trace] == ["final", "repair_request", "explore", "closing"]
+    (c2,), _ = run(academic, lambda conv, t: [final_turn("x = undefined_name"), "```python\nprint(1)\n```"][t])
+    assert c2.failure_reason == "missing_tags" and not c2.repaired and "printed no answer" in c2.failure_detail
+    (c3,), b3 = run(academic, lambda conv, t: script[t], closing="hint")
+    assert c3.failure_reason == "missing_tags" and b3.batches == [1, 1]
+
+
 def test_turn_k_of_all_episodes_is_one_batched_call(academic) -> None:
     n = academic[2]
 
@@ -183,6 +244,10 @@ def test_parse_turn_protocol() -> None:
     t = parse_turn("```python\nx\n```<question> Q </question><answer> 4 </answer>")
     assert (t.kind, t.code, t.question, t.answer) == ("final", "x\n", "Q", "4")
     assert parse_turn("   ").kind == "empty"
+    # a forgotten </question> ends the question where the answer tag opens; no answer tag stays missing
+    t = parse_turn("```python\nx\n```<question>Who wrote it?\n<answer>Ann</answer>")
+    assert (t.question, t.answer, t.reason) == ("Who wrote it?", "Ann", None)
+    assert parse_turn("```python\nx\n```<question>Who wrote it?").reason == "missing_tags"
 
 
 @pytest.fixture(scope="module")
@@ -281,3 +346,15 @@ def test_a_wrong_direction_is_explained_in_the_observation(academic) -> None:
     obs = c.trace[0]["observation"]
     assert "Note: (:Paper)-[:WROTE]->(:Author) is not in the schema" in obs
     assert "the schema has (:Author)-[:WROTE]->(:Paper)" in obs
+
+
+def test_closing_mode_is_checked_and_fingerprinted() -> None:
+    from components.quizzer.run import QuizConfig, _params
+
+    with pytest.raises(ValueError, match="closing must be one of"):
+        LLMQuizzerConfig(closing="sometimes")
+    with pytest.raises(ValueError, match="closing must be one of"):
+        QuizConfig.from_dict({"llm_n": 1, "llm": {"closing": "never"}})
+    forced, hinted = (_params(QuizConfig(llm_n=1, llm=llm)) for llm in ({}, {"closing": "hint"}))
+    assert forced["llm_resolved"]["closing"] == "force" and hinted["llm_resolved"]["closing"] == "hint"
+    assert "llm_resolved" not in _params(QuizConfig(llm_n=0))  # no LLM Quizzer: its settings are not the run's
