@@ -49,7 +49,9 @@ from typing import Any, Final
 
 import numpy as np
 
+from components.graph.errors import GraphError
 from components.graph.schema import GraphSchema
+from components.graph.schema import quote_identifier as q
 from components.llm.base import (
     Generation,
     GenerationBackend,
@@ -60,6 +62,7 @@ from components.quizzer.axes import Axes, sample_axes
 from components.quizzer.candidate import QACandidate, candidate_id, format_answer
 from components.quizzer.context import (
     StartNode,
+    display_property,
     neighbourhood,
     neighbourhood_text,
     sample_node,
@@ -132,6 +135,7 @@ class LLMQuizzerConfig:
             raise ValueError("llm quizzer max_turns, max_new_tokens and closing_new_tokens must be >= 1")
 
 
+_QUOTED_NAME: Final = re.compile(r'"([^"]+)"')
 _LITERAL: Final = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 
 
@@ -216,8 +220,8 @@ class _Episode:
     done: bool = False
     turns: int = 0
     last_issue: str | None = None
-    #: the last exploration program that ran, printed a value and marked its evidence: a turn of
-    #: only ``<question>…</question><answer>…</answer>`` after it makes it the final program
+    #: the last exploration program that ran, printed an answer of the requested type and marked
+    #: its evidence: the closing turn after it makes it the final program
     program: str | None = None
     program_turn: int | None = None
     printed: str | None = None  # that program's answer, formatted
@@ -450,6 +454,66 @@ class LLMQuizzer:
                 return ex
         return None
 
+    def _question_problem(self, cand: QACandidate, answer: Any) -> tuple[str, str] | None:
+        """What makes the question text unfit for its checked program, by three deterministic
+        checks (the program checks never read the question; the semantic judge is the full check):
+
+        * ``answer_in_question`` — every quoted name of the question is (a member of) its entity or
+          set answer ("Which venue "X" has …?" → X), so nothing else anchors it (a choice between
+          several named options is fine);
+        * ``question_form`` — the question asks for another kind of answer: yes/no wording without
+          a boolean answer or the reverse, "how many" without a number, a list without a set, a
+          "which / who" question answered by a number;
+        * ``ungrounded_question`` — a quoted name of the question is nowhere in the evidence: not a
+          parameter, literal or returned value of its queries, nor the name of a node whose key is
+          one of those.
+        """
+        from components.quizzer.answers import normalise_text
+        from components.quizzer.paraphrase import question_scope
+
+        question, kind = cand.question, cand.answer_type
+        quoted = [normalise_text(m) for m in _QUOTED_NAME.findall(question) if m.strip()]
+        members = {normalise_text(m) for m in (answer if isinstance(answer, list) else [answer])}
+        if kind in ("entity", "set") and quoted and set(quoted) <= members:
+            return "answer_in_question", "every name the question gives is its own answer"
+        scope, bare = question_scope(question), question.strip().lower()
+        wrong = (
+            (scope == "yes_no") != (kind == "boolean")
+            or (scope == "count" and kind != "number" and not re.search(r"\b(which|who)\b", bare))
+            or (scope == "several" and kind != "set")
+            or (kind == "number" and bare.startswith(("which", "who")))
+        )
+        if wrong:
+            return "question_form", f"a {scope} question with a {kind} answer"
+        if not quoted:
+            return None
+        raw: list[Any] = []
+        for e in cand.evidence:
+            raw += [v for p in (e.get("params") or {}).values() for v in (p if isinstance(p, list) else [p])]
+            raw += [a or b for a, b in _LITERAL.findall(str(e.get("query", "")))]
+            raw += [cell for row in e.get("rows") or [] for cell in (row if isinstance(row, list) else [row])]
+        raw = [v for v in raw if isinstance(v, (str, int, float)) and not isinstance(v, bool)]
+        known = {normalise_text(v) for v in raw}
+        missing = [m for m in quoted if m not in known]
+        for label, spec in self.schema.labels.items() if missing else ():
+            numeric = spec.properties.get(spec.primary_key, "STRING").upper() != "STRING"
+            keys = sorted({v for v in raw if isinstance(v, (int, float)) == numeric}, key=str)
+            if not keys:
+                continue
+            try:
+                res = self.query_path.run(
+                    f"MATCH (n:{q(label)}) WHERE n.{q(spec.primary_key)} IN $keys "
+                    f"RETURN n.{q(display_property(self.schema, label))} AS name",
+                    {"keys": keys},
+                )
+            except GraphError:  # keys of another type than the label's key: no names from it
+                continue
+            known.update(normalise_text(r[0]) for r in res.rows if r[0] is not None)
+        missing = [m for m in missing if m not in known]
+        if missing:
+            return "ungrounded_question", f'the question names "{missing[0]}", which its evidence does not reach'
+        return None
+
     def _final(self, ep: _Episode, turn: ParsedTurn, record: dict[str, Any]) -> None:
         cand, answer_type = ep.cand, ep.cand.answer_type
         cand.question, cand.answer = turn.question or "", turn.answer or ""
@@ -492,6 +556,10 @@ class LLMQuizzer:
             return
         if not answers_agree(stated, printed, answer_type):
             cand.fail("answer_mismatch", f"printed {run.printed!r} but stated {cand.answer!r}")
+            return
+        problem = self._question_problem(cand, stated)
+        if problem is not None:
+            cand.fail(*problem)
             return
         copied = self._copies(cand)
         if copied is not None:

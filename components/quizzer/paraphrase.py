@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from components.llm.base import GenerationBackend, SamplingParams
 
-__all__ = ["PARAPHRASE_REASONS", "ParaphraseConfig", "check_paraphrase", "paraphrase_candidates"]
+__all__ = ["PARAPHRASE_REASONS", "ParaphraseConfig", "check_paraphrase", "paraphrase_candidates", "question_scope"]
 
 PARAPHRASE_REASONS: Final = {
     "empty": "the model wrote no question",
@@ -124,7 +124,7 @@ def _has(text: str, words: Sequence[str]) -> bool:
 _ONE: Final = re.compile(r"\b(which one|one of|a single|which single)\b", re.I)
 
 
-def _scope(question: str) -> str:
+def question_scope(question: str) -> str:
     """What kind of answer a question asks for, from its wording: ``yes_no``, ``count``,
     ``several``, ``one`` (explicitly a single item) or ``open`` (which / what …)."""
     bare = _unquoted(question)
@@ -140,7 +140,7 @@ def _scope(question: str) -> str:
 
 
 def _same_scope(original: str, rewrite: str, answer_type: str | None) -> bool:
-    before, after = _scope(original), _scope(rewrite)
+    before, after = question_scope(original), question_scope(rewrite)
     if "yes_no" in (before, after) or "count" in (before, after):
         return before == after
     if answer_type == "set":  # several items: never narrowed to one

@@ -358,3 +358,40 @@ def test_closing_mode_is_checked_and_fingerprinted() -> None:
     forced, hinted = (_params(QuizConfig(llm_n=1, llm=llm)) for llm in ({}, {"closing": "hint"}))
     assert forced["llm_resolved"]["closing"] == "force" and hinted["llm_resolved"]["closing"] == "hint"
     assert "llm_resolved" not in _params(QuizConfig(llm_n=0))  # no LLM Quizzer: its settings are not the run's
+
+
+def test_the_question_must_fit_its_checked_program(academic) -> None:
+    """The program checks never read the question; three deterministic checks on the LLM
+    Quizzer's question do: its quoted names are reached by the evidence (by value, or as the name
+    of a node whose key the evidence uses), its wording asks for the answer type it has, and it
+    does not name its own answer. Each failure is a stable reason; a fitting question passes."""
+    qp = academic[0]
+    aid, name, papers = qp.run(
+        "MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN a.id, a.name, count(p) AS n ORDER BY a.id LIMIT 1"
+    ).rows[0]
+    by_id = (
+        f'r = cypher("MATCH (a:Author {{id: $id}})-[:WROTE]->(p:Paper) RETURN count(p) AS n", id="{aid}")\n'
+        "answer = r.rows[0][0]\nmark_evidence(r)\nprint(answer)"
+    )
+    fits = f'How many papers did the author "{name}" write?'
+    (ok,), _ = run(academic, lambda conv, t: final_turn(by_id, fits, str(papers)), max_turns=1, repair=False)
+    assert ok.ok, (ok.failure_reason, ok.failure_detail)  # the name is reached through the author's id
+    cases = {
+        "ungrounded_question": (by_id, 'How many papers did the author "Nobody Atall" write?', str(papers), "number"),
+        "question_form": (by_id, f'Which paper did the author "{name}" write first?', str(papers), "number"),
+        "answer_in_question": (
+            f'r = cypher("MATCH (a:Author {{id: $id}}) RETURN a.name AS n", id="{aid}")\n'
+            "answer = r.rows[0][0]\nmark_evidence(r)\nprint(answer)",
+            f'Which author is called "{name}"?',
+            name,
+            "entity",
+        ),
+    }
+    for reason, (code, question, answer, kind) in cases.items():
+        script = lambda conv, t, c=code, q=question, a=answer: final_turn(c, q, a)  # noqa: E731
+        (c,), _ = run(academic, script, max_turns=1, repair=False, answer_types=(kind,))
+        assert c.failure_reason == reason, (reason, c.failure_reason, c.failure_detail)
+    # a yes/no question needs a boolean answer
+    yes_no = final_turn(COUNT, "Are there authors?", str(academic[2]))
+    (c,), _ = run(academic, lambda conv, t: yes_no, max_turns=1, repair=False)
+    assert c.failure_reason == "question_form"
