@@ -124,6 +124,11 @@ def main() -> None:
         print(f"natural questions: {para['accepted']} of {para['asked']} rewritten; rejected {para['rejected']}")
         for c in [c for c in run.candidates if (c.meta.get("paraphrase") or {}).get("status") == "accepted"][:3]:
             print(f"  {c.meta['template_question']}\n    → {c.question}")
+    llm = [c for c in run.candidates if c.quizzer == "llm"]
+    first = Counter(c.meta.get("first_failure") or c.failure_reason or "ok" for c in llm)
+    closings = sum(any(t.get("kind") == "closing" for t in c.trace) for c in llm)
+    print(f"LLM episodes: first failure before the repair {dict(first)}; repaired {sum(c.repaired for c in llm)}; "
+          f"with a closing turn {closings}")  # fmt: skip
     tps = quiz_summary.get("llm_tokens_per_s")
     print(f"LLM Quizzer: {quiz_summary['llm_completion_tokens']} tokens, {tps} tokens/s (tool time included)")
     walls = {
@@ -143,7 +148,8 @@ def main() -> None:
             "quizzer_failures": dict(Counter(r["failure_reason"] for r in part if r.get("failure_reason"))),
         }
     print(json.dumps({"model": args.model, "judge_model": judge_model, "wall_s": walls, "total_s": round(total, 1),
-                      "llm_tokens_per_s": tps, "paraphrase": run.paraphrase, "by_quizzer": by_kind}))  # fmt: skip
+                      "llm_tokens_per_s": tps, "paraphrase": run.paraphrase, "by_quizzer": by_kind,
+                      "llm_first_failures": dict(first), "llm_closings": closings}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -97,6 +97,8 @@ _NO_REPAIR: Final = frozenset({"no_start_node", "backend_error"})
 CLOSING_MODES: Final = frozenset({"force", "hint"})
 #: the start of the model's turn after an exploration program it must close on (``closing: force``)
 CLOSING_PREFIX: Final = "<question>"
+#: the start of the model's first turn and of its repair turn (``code_first``): a program comes first
+CODE_PREFIX: Final = "```python\n"
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,9 @@ class LLMQuizzerConfig:
     few_shot: int = 3  # worked examples from the template quizzer on this graph (0: a generic one)
     closing: str = "force"  # "force" | "hint"
     closing_new_tokens: int = 160  # budget of a forced closing turn (the question only)
+    #: start the first turn and the repair turn with a ```python block: a program comes before
+    #: any question (small models otherwise answer from the neighbourhood with no program)
+    code_first: bool = True
 
     def __post_init__(self) -> None:
         if self.closing not in CLOSING_MODES:
@@ -227,6 +232,7 @@ class _Episode:
     printed: str | None = None  # that program's answer, formatted
     #: ``closing: force``: the next turn starts with :data:`CLOSING_PREFIX` (it closes on ``program``)
     closing_due: bool = False
+    prefix: str = ""  # the assistant prefix the pending turn was started with
     #: the last exploration program and whether it failed (a repeat of a failed one is pointed out)
     last_code: str | None = None
     last_failed: bool = False
@@ -288,6 +294,14 @@ class LLMQuizzer:
         ]
         return ep
 
+    def _prefix(self, ep: _Episode, *, repair: bool = False) -> str:
+        """How the model's next turn in ``ep`` starts (an assistant prefix the backend continues):
+        :data:`CLOSING_PREFIX` when a closing is due, :data:`CODE_PREFIX` for the first and the
+        repair turn with ``code_first``, else nothing."""
+        if ep.closing_due:
+            return CLOSING_PREFIX
+        return CODE_PREFIX if self.config.code_first and (ep.turns == 0 or repair) else ""
+
     def _params(self, turn: int, *, closing: bool = False) -> SamplingParams:
         c = self.config
         return SamplingParams(
@@ -299,16 +313,19 @@ class LLMQuizzer:
             seed=self.seed * 1_000_003 + turn * 7919,
         )
 
-    def _call(self, eps: list[_Episode], turn: int, *, closing: bool = False) -> list[Generation | None]:
-        """One batched generation for ``eps``; a backend failure fails those episodes. With
-        ``closing`` every conversation ends with the assistant prefix :data:`CLOSING_PREFIX`, which
-        the backend continues."""
+    def _call(self, eps: list[_Episode], turn: int, *, prefix: str = "") -> list[Generation | None]:
+        """One batched generation for ``eps``; a backend failure fails those episodes. With a
+        ``prefix`` every conversation ends with that assistant prefix, which the backend continues
+        (:meth:`_prefix`; each episode remembers it for :meth:`_step`)."""
         if not eps:
             return []
-        prefix = [{"role": "assistant", "content": CLOSING_PREFIX}] if closing else []
+        start = [{"role": "assistant", "content": prefix}] if prefix else []
+        for ep in eps:
+            ep.prefix = prefix
         t0 = time.perf_counter()
         try:
-            outs = self.backend.generate([[*ep.messages, *prefix] for ep in eps], self._params(turn, closing=closing))
+            params = self._params(turn, closing=prefix == CLOSING_PREFIX)
+            outs = self.backend.generate([[*ep.messages, *start] for ep in eps], params)
         except Exception as exc:  # noqa: BLE001 - recorded, never raised
             for ep in eps:
                 ep.cand.fail("backend_error", f"{type(exc).__name__}: {exc}")
@@ -337,9 +354,10 @@ class LLMQuizzer:
 
     def _step(self, ep: _Episode, gen: Generation | None, *, repair: bool = False) -> None:
         text, stop = self._text(gen)
-        forced, ep.closing_due = ep.closing_due, False
-        if forced:  # the turn began with the prefix the backend continued
-            text = CLOSING_PREFIX + text
+        prefix, ep.prefix, ep.closing_due = ep.prefix, "", False
+        forced = prefix == CLOSING_PREFIX
+        if text.strip() or forced:  # the turn began with the prefix the backend continued
+            text = prefix + text
         ep.turns += 1
         ep.messages.append({"role": "assistant", "content": text})
         turn = parse_turn(text)
@@ -351,8 +369,8 @@ class LLMQuizzer:
             "kind": turn.kind,
             "reason": turn.reason,
         }
-        if forced:
-            record["prefix"] = CLOSING_PREFIX
+        if prefix:
+            record["prefix"] = prefix
         ep.cand.trace.append(record)
         if forced:
             # a forced closing turn: the model wrote the question the program answers; the
@@ -586,9 +604,11 @@ class LLMQuizzer:
                 active = [ep for ep in eps if not ep.done]
                 if not active:
                     break
-                groups = {c: [ep for ep in active if ep.closing_due == c] for c in (False, True)}
-                for closing, group in groups.items():  # a call per kind (a backend continues all or none)
-                    for ep, gen in zip(group, self._call(group, turn, closing=closing)):
+                groups: dict[str, list[_Episode]] = {}
+                for ep in active:  # a call per prefix (a backend continues every row of a call or none)
+                    groups.setdefault(self._prefix(ep), []).append(ep)
+                for prefix, group in groups.items():
+                    for ep, gen in zip(group, self._call(group, turn, prefix=prefix)):
                         if not ep.done:
                             self._guarded(ep, gen)
                 finished = self._report(eps, finished, progress, n, final=False)
@@ -611,7 +631,9 @@ class LLMQuizzer:
                         }
                     )
                     ep.cand.meta["first_failure"] = ep.cand.failure_reason
-                gens = self._call(failed, self.config.max_turns)
+                for ep in failed:
+                    ep.closing_due = False
+                gens = self._call(failed, self.config.max_turns, prefix=CODE_PREFIX if self.config.code_first else "")
                 for ep, gen in zip(failed, gens):
                     if ep.cand.failure_reason == "backend_error" and gen is None:
                         continue
@@ -619,7 +641,7 @@ class LLMQuizzer:
                     ep.cand.repaired = ep.cand.ok
                 # a repair turn that was a program to close on is owed its closing turn
                 owed = [ep for ep in failed if ep.closing_due]
-                for ep, gen in zip(owed, self._call(owed, self.config.max_turns + 1, closing=True)):
+                for ep, gen in zip(owed, self._call(owed, self.config.max_turns + 1, prefix=CLOSING_PREFIX)):
                     self._guarded(ep, gen, repair=True)
                     ep.cand.repaired = ep.cand.ok
         finally:

@@ -130,7 +130,8 @@ def test_a_forced_closing_turn_starts_with_the_question_tag(academic) -> None:
     # a mixed batch: the episode that must close is one call, the one exploring on another
     first = iter([explore, "```python\nprint(1)\n```"])
     (c2, c3), backend2 = run(academic, lambda conv, t: next(first) if t == 0 else tags, n=2, repair=False)
-    assert backend2.batches == [2, 1, 1] and backend2.calls[2][0][-1]["content"] == "<question>"
+    assert sorted(backend2.batches[1:]) == [1, 1] and backend2.batches[0] == 2
+    assert sum(call[0][-1]["content"] == "<question>" for call in backend2.calls[1:]) == 1
     assert c2.ok and c2.trace[1]["kind"] == "closing" and c3.failure_reason == "no_final_code"
 
 
@@ -191,7 +192,7 @@ def test_one_bounded_repair_pass(academic) -> None:
     def script(conv, t):
         if t == 0:
             return final_turn("x = undefined_name")
-        seen.append(conv[-1]["content"])
+        seen.append([m for m in conv if m["role"] == "user"][-1]["content"])
         return final_turn(COUNT, answer=str(n))
 
     (c,), backend = run(academic, script)
@@ -395,3 +396,19 @@ def test_the_question_must_fit_its_checked_program(academic) -> None:
     yes_no = final_turn(COUNT, "Are there authors?", str(academic[2]))
     (c,), _ = run(academic, lambda conv, t: yes_no, max_turns=1, repair=False)
     assert c.failure_reason == "question_form"
+
+
+def test_the_first_and_the_repair_turn_start_with_a_program(academic) -> None:
+    """``code_first`` (the default): the first turn and the repair turn are started with a
+    ```python block, so a program comes before any question; later turns are not prefixed."""
+    n = academic[2]
+    script = [final_turn("x = undefined_name"), final_turn(COUNT, answer=str(n))]
+    (c,), backend = run(academic, lambda conv, t: script[min(t, 1)])
+    assert c.ok and c.repaired
+    assert [call[0][-1] for call in backend.calls] == [{"role": "assistant", "content": "```python\n"}] * 2
+    assert c.trace[0]["prefix"] == "```python\n" and c.trace[0]["model_text"].startswith("```python\nx = undefined")
+    explore = "```python\nprint(2)\n```"
+    (_,), b2 = run(academic, lambda conv, t: [explore, explore, explore][t], repair=False)
+    assert [call[0][-1]["role"] for call in b2.calls] == ["assistant", "user", "user"]
+    (_,), b3 = run(academic, lambda conv, t: script[min(t, 1)], code_first=False)
+    assert all(call[0][-1]["role"] == "user" for call in b3.calls)
