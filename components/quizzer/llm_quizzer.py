@@ -141,6 +141,7 @@ class LLMQuizzerConfig:
 
 
 _QUOTED_NAME: Final = re.compile(r'"([^"]+)"')
+_NUMBER: Final = re.compile(r"[-+]?\d+(?:[.,]\d+)*")
 _LITERAL: Final = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 
 
@@ -500,9 +501,10 @@ class LLMQuizzer:
             or (scope == "count" and kind != "number" and not re.search(r"\b(which|who)\b", bare))
             or (scope == "several" and kind != "set")
             or (kind == "number" and bare.startswith(("which", "who")))
+            or (kind == "entity" and _NUMBER.fullmatch(str(answer).strip()) is not None)
         )
         if wrong:
-            return "question_form", f"a {scope} question with a {kind} answer"
+            return "question_form", f"its wording ({scope}) does not ask for a {kind} answer like {cand.answer!r}"
         if not quoted:
             return None
         raw: list[Any] = []

@@ -22,7 +22,8 @@
   after normalisation.
 
 If the episode fails, one **repair** turn (:func:`repair_message`) states the failure and asks for a
-minimally fixed final turn.
+minimally fixed final turn. With ``code_first`` (the default) the first turn and the repair turn
+are started with a ```` ```python ```` block, so a program always comes before a question.
 """
 
 from __future__ import annotations

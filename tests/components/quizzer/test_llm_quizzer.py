@@ -392,6 +392,12 @@ def test_the_question_must_fit_its_checked_program(academic) -> None:
         script = lambda conv, t, c=code, q=question, a=answer: final_turn(c, q, a)  # noqa: E731
         (c,), _ = run(academic, script, max_turns=1, repair=False, answer_types=(kind,))
         assert c.failure_reason == reason, (reason, c.failure_reason, c.failure_detail)
+    # a name answered by a bare number (a year printed as an "entity")
+    (c,), _ = run(
+        academic, lambda conv, t: final_turn(COUNT, "What is the name of the first author?", str(academic[2])),
+        max_turns=1, repair=False, answer_types=("entity",),
+    )  # fmt: skip
+    assert c.failure_reason == "question_form" and "entity" in c.failure_detail
     # a yes/no question needs a boolean answer
     yes_no = final_turn(COUNT, "Are there authors?", str(academic[2]))
     (c,), _ = run(academic, lambda conv, t: yes_no, max_turns=1, repair=False)
