@@ -391,7 +391,7 @@ def test_demo_profiles_are_packaged_domain_files(capsys, tmp_path: Path, monkeyp
     from orchestration.domains import load_domain_file
 
     real = load_domain_file(_profile_file("real"))
-    assert real.name == "academic_real" and real.quiz.model == "qwen2.5-coder-0.5b" and real.quiz.llm_n >= 40
+    assert real.name == "academic_real" and real.quiz.model == "qwen2.5-coder-1.5b" and real.quiz.llm_n >= 40
     assert Path(real.certify.eval_questions).is_file()  # relative paths resolve inside the package
     monkeypatch.setenv("GRAPHDOJO_DATA", str(tmp_path))
     code, out, err = _run(capsys, "demo", "--profile", "nope")
