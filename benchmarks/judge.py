@@ -88,7 +88,6 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-ask-verdict", action="store_true", help="leave a reply cut before its verdict uncertain")
-    p.add_argument("--checklist", action="store_true", help="ask stage 1 as a yes/no checklist (dev-split probe)")
     p.add_argument("--verdicts", type=Path, default=None, help="write every item's verdict and texts here (JSON)")
     args = p.parse_args()
 
@@ -113,12 +112,7 @@ def main() -> None:
     for model in args.model:
         t1 = time.perf_counter()
         llm = TransformersBackend(model, threads=args.threads)
-        judge = SemanticJudge(
-            llm,
-            max_new_tokens=args.max_new_tokens,
-            ask_verdict=not args.no_ask_verdict,
-            checklist=args.checklist,
-        )
+        judge = SemanticJudge(llm, max_new_tokens=args.max_new_tokens, ask_verdict=not args.no_ask_verdict)
         verdicts = judge.judge(items)
         llm.close()
         secs = time.perf_counter() - t1

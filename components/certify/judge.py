@@ -223,49 +223,11 @@ Reject if any claim is unsupported or contradicted, or the question is ambiguous
 List the claims, then the last line: VERDICT: accept | reject | uncertain"""
 
 
-_CHECKLIST: Final = """Stage 1 — does the question ask exactly what the program computes? Read the query first, then the question word by word.
-
-{input}
-
-Reply in exactly this format, answering every numbered line with yes or no:
-Query in words: <one sentence: the start node, each relationship with its direction, every filter, the ordering and limit, and what is returned>
-1. The question's relationships are the query's, in the same direction: yes/no
-2. Every number, date, filter and comparison word in the question (most/fewest, highest/lowest, before/after, at least/at most, more/fewer) matches the query: yes/no
-3. The question asks for what the answer holds (for example venues when the answer lists venues): yes/no
-4. The question asks for as much as the answer gives (all items for a list, one item for a single value, a count for a number, yes/no for a boolean): yes/no
-5. The program prints the value it read from the query result, not a value written into the program: yes/no
-VERDICT: accept if every line is yes, reject if any line is no"""
-
-#: the assistant prefix a checklist stage 1 reply starts from
-CHECKLIST_PREFIX: Final = "Query in words:"
-
-_CHECK_RE: Final = re.compile(r"^\W*\d+[.)][^\n]*?\b(yes|no)\W*$", re.IGNORECASE | re.MULTILINE)
-
-
-def checklist_answers(text: str | None) -> list[str]:
-    """The yes/no answers of a checklist reply's numbered lines, in order.
-
-    >>> checklist_answers("Query in words: x\\n1. Relations match: yes\\n2. Numbers: **No**\\nVERDICT: accept")
-    ['yes', 'no']
-    """
-    return [m.lower() for m in _CHECK_RE.findall(text or "")]
-
-
-def stage_verdict(text: str | None, *, checklist: bool = False) -> str:
-    """A stage's verdict: with ``checklist``, any numbered line answered ``no`` rejects whatever the
-    verdict line says (a small model's verdict line often contradicts its own checks); otherwise —
-    and without a ``no`` — the last verdict line (:func:`parse_verdict`)."""
-    if checklist and "no" in checklist_answers(text):
-        return "reject"
-    return parse_verdict(text)
-
-
-def judge_messages(inp: JudgeInput, stage: int, *, checklist: bool = False) -> list[ChatMessage]:
-    """The chat messages of ``stage`` (1 or 2) for one input; ``checklist`` asks stage 1 as a
-    yes/no checklist (its reply is started with :data:`CHECKLIST_PREFIX`)."""
+def judge_messages(inp: JudgeInput, stage: int) -> list[ChatMessage]:
+    """The chat messages of ``stage`` (1 or 2) for one input."""
     if stage not in (1, 2):
         raise ValueError(f"stage must be 1 or 2, not {stage!r}")
-    template = _STAGE2 if stage == 2 else _CHECKLIST if checklist else _STAGE1
+    template = _STAGE1 if stage == 1 else _STAGE2
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": template.format(input=inp.render())}]
 
 
@@ -309,7 +271,6 @@ class SemanticJudge:
     preview_rows: int = 5
     short_circuit: bool = True
     ask_verdict: bool = True
-    checklist: bool = False
     _params: SamplingParams = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -334,23 +295,12 @@ class SemanticJudge:
         if not inputs:
             return [], [], None
         asked = [False] * len(inputs)
-        checklist = self.checklist and stage == 1
         try:
-            messages = [judge_messages(i, stage, checklist=checklist) for i in inputs]
-            if checklist:
-                messages = [[*m, {"role": "assistant", "content": CHECKLIST_PREFIX}] for m in messages]
+            messages = [judge_messages(i, stage) for i in inputs]
             res = self._generate(messages, self._params)
-            if checklist:
-                res = [(CHECKLIST_PREFIX + text, p, c) for text, p, c in res]
-            todo = [
-                k
-                for k, (text, _, _) in enumerate(res)
-                if self.ask_verdict
-                and not _VERDICT_RE.search(text)
-                and not (checklist and "no" in checklist_answers(text))
-            ]
+            todo = [k for k, (text, _, _) in enumerate(res) if self.ask_verdict and not _VERDICT_RE.search(text)]
             follow = [
-                [*messages[k][:2], {"role": "assistant", "content": res[k][0].rstrip() + VERDICT_PREFIX}] for k in todo
+                [*messages[k], {"role": "assistant", "content": res[k][0].rstrip() + VERDICT_PREFIX}] for k in todo
             ]
             short = SamplingParams(max_new_tokens=4, temperature=0.0, seed=self.seed, n=1)
             for k, (more, p, c) in zip(todo, self._generate(follow, short) if todo else [], strict=True):
@@ -366,7 +316,7 @@ class SemanticJudge:
         verdicts = [
             JudgeVerdict(
                 "uncertain",
-                stage_verdict(t, checklist=self.checklist),
+                parse_verdict(t),
                 "skipped",
                 stage1_text=t,
                 prompt_tokens=p,
