@@ -1,0 +1,151 @@
+"""A judge probe on the labelled judge set's development part: can a small model tell a faulty
+question from a correct one if it is asked two easy things instead of one hard one?
+
+1. *Restate*: the model writes the one English question the evidence query answers (from the
+   query, its parameters and first rows only — it never sees the item's question);
+2. *Compare*: the model is asked whether the item's question and its restatement ask for exactly
+   the same thing (names and ids ignored), answering yes or no after an ``Answer:`` prefix.
+
+Per item kind it prints the greedy yes / no rates with 95 % Wilson intervals, and how well
+p(yes) / (p(yes) + p(no)) of the compare step separates correct items from each fault type (the
+AUC: 0.5 is chance, 1.0 perfect) — a threshold could only be tuned if that separation exists.
+It is a probe for prompt work, not the reported judge: use ``benchmarks/judge.py`` for that.
+
+    python benchmarks/judge_restate.py --model qwen2.5-coder-1.5b [--per-fault 8] [--split dev]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from judge import certified_items, wilson  # noqa: E402
+
+RESTATE = """Here is a Cypher query over a graph of {labels}, with its parameters and result.
+
+{evidence}
+
+Write the one English question that this query answers: say which relationships it follows and \
+in which direction, every filter, whether it asks for the highest or lowest value, a count, a \
+yes/no, one item or all items. Call the start node "the start {start}". Write only the question."""
+
+COMPARE = """Do these two questions ask for exactly the same thing? Ignore names and ids: "the start \
+node" may stand for any named node. They differ if they use different relationships (for example \
+"wrote" vs "cites"), a different direction, opposite words (highest vs lowest, most vs fewest, \
+before vs after, at least vs at most), different numbers, or a different amount (all items vs one \
+item, a count vs a list).
+
+Question 1: {question}
+Question 2: {restated}
+
+Answer yes or no."""
+
+
+def evidence_text(item) -> str:
+    return "\n".join(
+        f"query: {ev['query']}\nparams: {json.dumps(ev.get('params') or {}, default=str)}\n"
+        f"rows: {ev.get('row_count', len(ev.get('rows') or []))}, first rows: "
+        f"{json.dumps(list(ev.get('rows') or [])[:3], default=str)}"
+        for ev in item.evidence
+    )
+
+
+def auc(pos: list[float], neg: list[float]) -> float:
+    """P(a correct item scores above a faulty one), ties counted half."""
+    if not pos or not neg:
+        return float("nan")
+    return sum((a > b) + 0.5 * (a == b) for a in pos for b in neg) / (len(pos) * len(neg))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", required=True, help="a model name or folder")
+    p.add_argument("--per-fault", type=int, default=8)
+    p.add_argument("--split", choices=["dev", "test"], default="dev")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--dump", type=Path, default=None, help="write every item's restatement and score here")
+    args = p.parse_args()
+
+    import torch
+
+    from components.certify.judge_set import build_judge_set
+    from components.llm.base import SamplingParams
+    from components.llm.transformers_backend import TransformersBackend
+
+    torch.set_num_threads(args.threads)
+    strict, schema = certified_items(2000, 400, 0)
+    per: Counter = Counter()
+    items = []
+    for item in build_judge_set(strict, schema):
+        if item.split == args.split and per[item.fault] < args.per_fault:
+            per[item.fault] += 1
+            items.append(item)
+    labels = ", ".join(n.label.lower() + "s" for n in schema.node_labels)
+    llm = TransformersBackend(args.model, threads=args.threads)
+    t0 = time.perf_counter()
+    asks = []
+    for item in items:
+        start = re.search(r"\(s:`(\w+)`", item.evidence[0]["query"]) if item.evidence else None
+        prompt = RESTATE.format(
+            labels=labels, evidence=evidence_text(item), start=start.group(1).lower() if start else "node"
+        )
+        asks.append([{"role": "user", "content": prompt}])
+    greedy = SamplingParams(max_new_tokens=80, temperature=0.0, seed=0, n=1)
+    restated = [(out[0].text.strip().splitlines() or [""])[0] for out in llm.generate(asks, greedy)]
+    tok, model = llm.tokenizer, llm.model
+    yes = sorted({tok.encode(w, add_special_tokens=False)[0] for w in (" yes", " Yes", "yes", "Yes")})
+    no = sorted({tok.encode(w, add_special_tokens=False)[0] for w in (" no", " No", "no", "No")})
+    scores, answers = [], []
+    for item, r in zip(items, restated, strict=True):
+        conv = [
+            {"role": "user", "content": COMPARE.format(question=item.question, restated=r)},
+            {"role": "assistant", "content": "Answer:"},
+        ]
+        ids = tok.apply_chat_template(conv, continue_final_message=True, return_tensors="pt", return_dict=True)
+        with torch.no_grad():
+            logp = torch.log_softmax(model(ids["input_ids"]).logits[0, -1].float(), -1)
+        margin = float(torch.logsumexp(logp[yes], 0) - torch.logsumexp(logp[no], 0))
+        scores.append(float(torch.sigmoid(torch.tensor(margin))))
+        answers.append("yes" if margin > 0 else "no")
+    secs = time.perf_counter() - t0
+    llm.close()
+
+    by_kind: dict[str, list[int]] = defaultdict(list)
+    for k, item in enumerate(items):
+        by_kind[item.fault].append(k)
+    print(f"\n### restate + compare, {args.model} ({args.split} split, {len(items)} items, {secs:.0f} s)\n")
+    print("| item kind | n | says no (reject) [95 % CI] | says yes (accept) [95 % CI] | AUC vs correct |")
+    print("|---|---|---|---|---|")
+    pos = [scores[k] for k in by_kind.get("correct", [])]
+    summary = {}
+    for kind in sorted(by_kind, key=lambda f: (f != "correct", f)):
+        ks = by_kind[kind]
+        n_no = sum(answers[k] == "no" for k in ks)
+        lo, hi = wilson(n_no, len(ks))
+        alo, ahi = wilson(len(ks) - n_no, len(ks))
+        a = auc(pos, [scores[k] for k in ks]) if kind != "correct" else float("nan")
+        summary[kind] = {"n": len(ks), "reject": n_no / len(ks), "auc": None if a != a else round(a, 2)}
+        print(
+            f"| {kind} | {len(ks)} | {n_no / len(ks):.2f} [{lo:.2f}, {hi:.2f}] | "
+            f"{1 - n_no / len(ks):.2f} [{alo:.2f}, {ahi:.2f}] | {'—' if a != a else f'{a:.2f}'} |"
+        )
+    if args.dump is not None:
+        rows = [
+            {"fault": i.fault, "question": i.question, "restated": r, "p_yes": s}
+            for i, r, s in zip(items, restated, scores, strict=True)
+        ]
+        args.dump.write_text(json.dumps(rows, indent=1))
+    print(json.dumps({"model": args.model, "split": args.split, "seconds": round(secs, 1), "kinds": summary}))
+
+
+if __name__ == "__main__":
+    main()
