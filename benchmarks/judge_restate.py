@@ -44,10 +44,35 @@ node" may stand for any named node. They differ if they use different relationsh
 before vs after, at least vs at most), different numbers, or a different amount (all items vs one \
 item, a count vs a list).
 
-Question 1: {question}
+{shots}Question 1: {question}
 Question 2: {restated}
 
 Answer yes or no."""
+
+#: worked comparisons on another domain (films), shown with ``--shots``: one of each kind of
+#: difference, and two pairs that differ only in names or wording
+SHOTS = """Examples:
+Question 1: Which films did the actor "Ann Lee" direct?
+Question 2: What are the films that the start person acted in?
+Answer: no (directed vs acted in)
+
+Question 1: Among the films of the director "Bo Kim", what is the lowest rating?
+Question 2: What is the highest rating of the films directed by the start person?
+Answer: no (lowest vs highest)
+
+Question 1: How many actors played in the film "Dune"?
+Question 2: What is the number of people who acted in the start film?
+Answer: yes
+
+Question 1: Which is one of the films released after 2001 that "Cy Ray" acted in?
+Question 2: What are all the films after 2001 with the start person as an actor?
+Answer: no (one film vs all films)
+
+Question 1: Which studios made the films that "Di Fox" acted in?
+Question 2: What are the studios that produced movies the start person acted in?
+Answer: yes
+
+"""
 
 
 def evidence_text(item) -> str:
@@ -72,6 +97,7 @@ def main() -> None:
     p.add_argument("--per-fault", type=int, default=8)
     p.add_argument("--split", choices=["dev", "test"], default="dev")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--shots", action="store_true", help="show five worked comparisons (another domain) first")
     p.add_argument("--dump", type=Path, default=None, help="write every item's restatement and score here")
     args = p.parse_args()
 
@@ -107,7 +133,10 @@ def main() -> None:
     scores, answers = [], []
     for item, r in zip(items, restated, strict=True):
         conv = [
-            {"role": "user", "content": COMPARE.format(question=item.question, restated=r)},
+            {
+                "role": "user",
+                "content": COMPARE.format(shots=SHOTS if args.shots else "", question=item.question, restated=r),
+            },
             {"role": "assistant", "content": "Answer:"},
         ]
         ids = tok.apply_chat_template(conv, continue_final_message=True, return_tensors="pt", return_dict=True)
@@ -122,7 +151,8 @@ def main() -> None:
     by_kind: dict[str, list[int]] = defaultdict(list)
     for k, item in enumerate(items):
         by_kind[item.fault].append(k)
-    print(f"\n### restate + compare, {args.model} ({args.split} split, {len(items)} items, {secs:.0f} s)\n")
+    shots = ", five worked comparisons" if args.shots else ""
+    print(f"\n### restate + compare{shots}, {args.model} ({args.split} split, {len(items)} items, {secs:.0f} s)\n")
     print("| item kind | n | says no (reject) [95 % CI] | says yes (accept) [95 % CI] | AUC vs correct |")
     print("|---|---|---|---|---|")
     pos = [scores[k] for k in by_kind.get("correct", [])]
@@ -144,7 +174,11 @@ def main() -> None:
             for i, r, s in zip(items, restated, scores, strict=True)
         ]
         args.dump.write_text(json.dumps(rows, indent=1))
-    print(json.dumps({"model": args.model, "split": args.split, "seconds": round(secs, 1), "kinds": summary}))
+    print(
+        json.dumps(
+            {"model": args.model, "shots": args.shots, "split": args.split, "seconds": round(secs, 1), "kinds": summary}
+        )
+    )
 
 
 if __name__ == "__main__":
