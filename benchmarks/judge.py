@@ -65,6 +65,19 @@ def certified_items(scale: int, n: int, seed: int) -> tuple[list, object]:
     return strict, schema
 
 
+def judge_items(strict: list, schema: object, split: str, per_fault: int) -> tuple[list, Counter]:
+    """The labelled judge items of ``split`` made from ``strict``: the first ``per_fault`` of each
+    kind (correct and every fault type), and how many of each."""
+    from components.certify.judge_set import build_judge_set
+
+    items, per = [], Counter()
+    for item in build_judge_set(strict, schema):
+        if item.split == split and per[item.fault] < per_fault:
+            per[item.fault] += 1
+            items.append(item)
+    return items, per
+
+
 def rates(items: list, verdicts: list) -> dict[str, dict]:
     """Per fault type: n and the reject / accept / uncertain counts, rates and Wilson CIs."""
     out: dict[str, dict] = {}
@@ -94,18 +107,12 @@ def main() -> None:
     import torch
 
     from components.certify.judge import SemanticJudge
-    from components.certify.judge_set import build_judge_set
     from components.llm.transformers_backend import TransformersBackend
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     strict, schema = certified_items(args.scale, args.candidates, args.seed)
-    pool = [i for i in build_judge_set(strict, schema) if i.split == args.split]
-    items, per = [], Counter()
-    for item in pool:
-        if per[item.fault] < args.per_fault:
-            per[item.fault] += 1
-            items.append(item)
+    items, per = judge_items(strict, schema, args.split, args.per_fault)
     print(f"{len(strict)} certified items → {len(items)} judge items ({args.split} split): {dict(per)}", flush=True)
     print(f"set-up {time.perf_counter() - t0:.0f} s", flush=True)
     results = {}

@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from judge import certified_items, wilson  # noqa: E402
+from judge import certified_items, judge_items, wilson  # noqa: E402
 
 RESTATE = """Here is a Cypher query over a graph of {labels}, with its parameters and result.
 
@@ -76,11 +77,14 @@ Answer: yes
 
 
 def evidence_text(item) -> str:
+    """Each evidence query, its parameters, row count and first three rows — the judge's own
+    bounded preview (:meth:`JudgeInput.from_candidate`), without the question or the program."""
+    from components.certify.judge import JudgeInput
+
     return "\n".join(
-        f"query: {ev['query']}\nparams: {json.dumps(ev.get('params') or {}, default=str)}\n"
-        f"rows: {ev.get('row_count', len(ev.get('rows') or []))}, first rows: "
-        f"{json.dumps(list(ev.get('rows') or [])[:3], default=str)}"
-        for ev in item.evidence
+        f"query: {ev['query']}\nparams: {json.dumps(ev['params'], default=str)}\n"
+        f"rows: {ev['row_count']}, first rows: {json.dumps(ev['rows'], default=str)}"
+        for ev in JudgeInput.from_candidate(item, preview_rows=3).evidence
     )
 
 
@@ -103,18 +107,12 @@ def main() -> None:
 
     import torch
 
-    from components.certify.judge_set import build_judge_set
     from components.llm.base import SamplingParams
     from components.llm.transformers_backend import TransformersBackend
 
     torch.set_num_threads(args.threads)
     strict, schema = certified_items(2000, 400, 0)
-    per: Counter = Counter()
-    items = []
-    for item in build_judge_set(strict, schema):
-        if item.split == args.split and per[item.fault] < args.per_fault:
-            per[item.fault] += 1
-            items.append(item)
+    items, _ = judge_items(strict, schema, args.split, args.per_fault)
     labels = ", ".join(n.label.lower() + "s" for n in schema.node_labels)
     llm = TransformersBackend(args.model, threads=args.threads)
     t0 = time.perf_counter()
@@ -143,7 +141,7 @@ def main() -> None:
         with torch.no_grad():
             logp = torch.log_softmax(model(ids["input_ids"]).logits[0, -1].float(), -1)
         margin = float(torch.logsumexp(logp[yes], 0) - torch.logsumexp(logp[no], 0))
-        scores.append(float(torch.sigmoid(torch.tensor(margin))))
+        scores.append(1.0 / (1.0 + math.exp(-margin)))
         answers.append("yes" if margin > 0 else "no")
     secs = time.perf_counter() - t0
     llm.close()
@@ -163,10 +161,10 @@ def main() -> None:
         lo, hi = wilson(n_no, len(ks))
         alo, ahi = wilson(len(ks) - n_no, len(ks))
         a = auc(pos, [scores[k] for k in ks]) if kind != "correct" else float("nan")
-        summary[kind] = {"n": len(ks), "reject": n_no / len(ks), "auc": None if a != a else round(a, 2)}
+        summary[kind] = {"n": len(ks), "reject": n_no / len(ks), "auc": None if math.isnan(a) else round(a, 2)}
         print(
             f"| {kind} | {len(ks)} | {n_no / len(ks):.2f} [{lo:.2f}, {hi:.2f}] | "
-            f"{1 - n_no / len(ks):.2f} [{alo:.2f}, {ahi:.2f}] | {'—' if a != a else f'{a:.2f}'} |"
+            f"{1 - n_no / len(ks):.2f} [{alo:.2f}, {ahi:.2f}] | {'—' if math.isnan(a) else f'{a:.2f}'} |"
         )
     if args.dump is not None:
         rows = [
