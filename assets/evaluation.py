@@ -75,6 +75,11 @@ def _report_metadata(art: Artifact) -> dict:
     if "systems" in s:  # a domain's evaluation
         out.update(systems=_table(s["systems"]), questions=s["questions"], judge_model=s["judge_model"])
         out["seeds"] = dg.MetadataValue.json(s["seeds"])
+        for key in ("paired", "by_answer_type", "external_systems", "external_paired", "external_by_answer_type"):
+            if s.get(key):
+                out[key] = _table(s[key])
+        if s.get("external_outside"):
+            out["external_outside_templates"] = dg.MetadataValue.json(s["external_outside"])
         if s.get("ood"):  # out-of-distribution questions, evaluated only
             out.update(ood_systems=_table(s["ood"]), ood_questions=s["ood_questions"])
     if "overview" in s:  # the GRIT-style benchmark

@@ -316,6 +316,18 @@ def _artifact(instance: dg.DagsterInstance, store: Any, key: dg.AssetKey, run_id
     return Artifact.from_record(rec) if rec is not None else None
 
 
+def _by_type_lines(rows: list[dict]) -> list[str]:
+    """Correct answers per answer type and system, one line per system (the demo's summary)."""
+    by_system: dict[str, list[str]] = {}
+    for r in rows:
+        by_system.setdefault(r["system"], []).append(f"{r['answer_type']} {r['correct']}")
+    if not by_system:
+        return []
+    return ["  correct by answer type (test split):"] + [
+        f"    {name:<28} " + ", ".join(parts) for name, parts in by_system.items()
+    ]
+
+
 def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance, store: Any) -> list[str]:
     """The end-of-run summary: counts, checks, errors, the funnel, the evaluation headline (EM
     and F1 with 95 % CIs), the report and the event log."""
@@ -336,7 +348,8 @@ def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance
                 "funnel: " + _funnel(cert.summary["funnel"]), 110, initial_indent="  ", subsequent_indent="          "
             )
     for asset, rows_key, cols in (
-        ("eval_reports", "systems", ("EM", "F1")),
+        ("eval_reports", "systems", ("EM", "EM non-bool", "grounded EM")),
+        ("eval_reports", "external_systems", ("EM", "EM non-bool", "grounded EM")),
         ("eval_report", "overview", ("accuracy (test)", "accuracy (OOD scenarios)")),
         ("matrix", "cells", ("em", "f1")),
     ):
@@ -345,11 +358,21 @@ def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance
         art = _artifact(instance, store, dg.AssetKey([domain, asset]), outcome.run_id)
         if art is None:
             continue
-        lines.append(f"  {asset} ({' / '.join(cols)}, 95 % CI):")
+        if not art.summary.get(rows_key):
+            continue
+        what = {"systems": " — test split", "external_systems": " — external questions"}.get(rows_key, "")
+        lines.append(f"  {asset}{what} ({' / '.join(cols)}, 95 % CI):")
         for row in art.summary[rows_key]:
             label = row.get("system") or f"{row.get('train')} → {row.get('test')}"
             values = [str(row[c]) if not isinstance(row.get(c), float) else f"{row[c]:.3f}" for c in cols if c in row]
             lines.append(f"    {label:<28} " + ("   ".join(values) or row.get("note", "")))
-        lines.append(f"  report: {art.file(art.summary['files']['html'])}")
+        if rows_key == "systems":
+            lines += _by_type_lines(art.summary.get("by_answer_type") or [])
+            lines += [
+                f"    {r['difference']}: EM non-bool {r.get('EM non-bool', '–')}"
+                for r in art.summary.get("paired") or []
+            ]
+        if rows_key != "systems" or "external_systems" not in art.summary:
+            lines.append(f"  report: {art.file(art.summary['files']['html'])}")
     lines.append(f"  event log: {outcome.log_file}")
     return lines

@@ -9,7 +9,8 @@
   over every schema neighbour type, at most ``max_neighbours`` per hop) into one prompt, answer
   in one generation. EH: the gold answer occurs in that context.
 * :class:`LLMJudge` — Graph-CoT's GPT4Score idea with a local model: "is the prediction
-  correct? yes / no" given question, gold and prediction (greedy, the verdict is the first word).
+  correct? yes / no" given question, gold and prediction — both as the typed scoring's canonical
+  texts (:func:`~components.rubric.metrics.canonical_text`; greedy, the verdict is the first word).
 
 Latency per question is the wall time of the batched run divided by its questions (batched
 generation has no per-question wall time); tokens are the model's own generated tokens.
@@ -29,10 +30,20 @@ from components.graph.errors import GraphError
 from components.llm.base import SamplingParams
 from components.options import checked_options
 from components.rollout.runner import RolloutConfig, RolloutRunner, evidence_hit
+from components.rubric.metrics import canonical_text, infer_answer_type
 from components.rubric.rewards import extract_answer
 from components.tools.graph_cot import _CallFailed
 
-__all__ = ["EvalConfig", "LLMJudge", "graphrag_context", "graphrag_records", "tool_agent_records"]
+__all__ = [
+    "EvalConfig",
+    "LLMJudge",
+    "answer_prior",
+    "answer_prior_records",
+    "closed_book_records",
+    "graphrag_context",
+    "graphrag_records",
+    "tool_agent_records",
+]
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +87,35 @@ class EvalConfig:
     #: reference answer by a stated rule) evaluated only — never trained on — and reported apart
     #: (ROUGE-L and the judge against the reference); 0: none
     ood_questions: int = 0
+    #: the domain's externally written questions (JSONL / CSV with gold Cypher or answers), the
+    #: report's second section beside the test split; evaluation-only (nothing trains on them)
+    external: str | None = None
+    #: evaluate only the first this many scorable external questions (file order); 0: all
+    external_questions: int = 0
+    #: off-the-shelf models (registered names) evaluated few-shot with the same tools, worked
+    #: examples and turn budget as the trained rows: "<name> few-shot" rows
+    offshelf: tuple[str, ...] = ()
+    #: the sections the off-the-shelf rows answer (they are the slowest rows on a CPU)
+    offshelf_sections: tuple[str, ...] = ("test", "external")
+    #: the "answer prior" (no model) and "closed book" (the SFT Solver without tools) rows
+    baselines: bool = True
 
     def __post_init__(self) -> None:
-        if self.few_shot < 0 or self.ood_questions < 0:
-            raise ValueError("few_shot and ood_questions must be >= 0")
+        if self.few_shot < 0 or self.ood_questions < 0 or self.external_questions < 0:
+            raise ValueError("few_shot, ood_questions and external_questions must be >= 0")
+        for name in ("offshelf", "offshelf_sections"):
+            value = getattr(self, name)
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{name} must be a list of names")
+            object.__setattr__(self, name, tuple(value))
+        if set(self.offshelf_sections) - {"test", "external"}:
+            raise ValueError("offshelf_sections takes 'test' and / or 'external'")
+        if self.offshelf:
+            from components.llm.registry import MODEL_NAMES
+
+            unknown = set(self.offshelf) - set(MODEL_NAMES)
+            if unknown:
+                raise ValueError(f"offshelf names unknown models {sorted(unknown)}; registered: {list(MODEL_NAMES)}")
         from components.llm.precision import resolve_precision
 
         resolve_precision(self.precision)  # unknown names fail here, not after the first system
@@ -104,8 +140,9 @@ class EvalConfig:
         from pathlib import Path
 
         raw = checked_options(cls, raw, "eval")
-        if raw.get("questions") and base is not None and not Path(raw["questions"]).is_absolute():
-            raw["questions"] = str((Path(base) / raw["questions"]).resolve())
+        for key in ("questions", "external"):
+            if raw.get(key) and base is not None and not Path(raw[key]).is_absolute():
+                raw[key] = str((Path(base) / raw[key]).resolve())
         return cls(**raw)
 
 
@@ -119,6 +156,8 @@ def _record(system: str, seed: int, row: Mapping[str, Any], **kw: Any) -> EvalRe
         answer_type=row.get("answer_type"),
         level=row.get("level"),
         qtype=row.get("qtype") or row.get("answer_type"),
+        section=str(row.get("section") or "test"),
+        family=row.get("family"),
         **kw,
     )
 
@@ -169,6 +208,7 @@ def tool_agent_records(
                 evidence_hit=s.evidence_hit,
                 tokens=s.model_tokens,
                 latency_s=latency,
+                answer_in_results=s.answer_in_results,
             )
         )
     return out
@@ -215,19 +255,26 @@ Graph facts:
 
 Question: {question}"""
 
+_CLOSED_BOOK_PROMPT = """Answer the question. You have no tools and no graph: answer from what you know. \
+Give only the final answer inside <answer>...</answer>.
 
-def graphrag_records(
-    llm: Any, api: Any, rows: Sequence[Mapping[str, Any]], config: EvalConfig, *, system: str = "graphrag"
+Question: {question}"""
+
+
+def _one_prompt_records(
+    llm: Any,
+    rows: Sequence[Mapping[str, Any]],
+    prompts: Sequence[str],
+    config: EvalConfig,
+    *,
+    system: str,
+    hits: Sequence[bool | None],
 ) -> list[EvalRecord]:
-    """The GraphRAG baseline (module docstring); ``llm`` is a chat backend (``generate``)."""
-    contexts = [graphrag_context(api, str(r["question"]))[0] for r in rows]
-    prompts = [
-        [{"role": "user", "content": _RAG_PROMPT.format(context=c, question=r["question"])}]
-        for c, r in zip(contexts, rows, strict=True)
-    ]
+    """One generation per (row, sample) from one user prompt per row; the answer is the
+    ``<answer>`` block."""
     t0 = time.perf_counter()
     gens = llm.generate(
-        prompts,
+        [[{"role": "user", "content": p}] for p in prompts],
         SamplingParams(
             max_new_tokens=config.max_new_tokens,
             temperature=config.temperature,
@@ -239,8 +286,7 @@ def graphrag_records(
     )
     latency = (time.perf_counter() - t0) / max(1, len(rows) * config.samples)
     out = []
-    for row, ctx, samples in zip(rows, contexts, gens, strict=True):
-        hit = evidence_hit(row["answer"], [ctx], row.get("answer_type"))
+    for row, hit, samples in zip(rows, hits, gens, strict=True):
         for sample, g in enumerate(samples):
             text = g.text + ("</answer>" if g.stop_reason == "</answer>" else "")
             answer = extract_answer(text)
@@ -258,6 +304,79 @@ def graphrag_records(
                     latency_s=latency,
                 )
             )
+    return out
+
+
+def graphrag_records(
+    llm: Any, api: Any, rows: Sequence[Mapping[str, Any]], config: EvalConfig, *, system: str = "graphrag"
+) -> list[EvalRecord]:
+    """The GraphRAG baseline (module docstring); ``llm`` is a chat backend (``generate``)."""
+    contexts = [graphrag_context(api, str(r["question"]))[0] for r in rows]
+    prompts = [_RAG_PROMPT.format(context=c, question=r["question"]) for c, r in zip(contexts, rows, strict=True)]
+    hits = [evidence_hit(r["answer"], [c], r.get("answer_type")) for c, r in zip(contexts, rows, strict=True)]
+    return _one_prompt_records(llm, rows, prompts, config, system=system, hits=hits)
+
+
+def closed_book_records(
+    llm: Any, rows: Sequence[Mapping[str, Any]], config: EvalConfig, *, system: str = "closed book"
+) -> list[EvalRecord]:
+    """The **closed-book** baseline: the model answers the bare question, no tools, no graph
+    (what the trained Solver knows without reading — a gain it shares is not the graph's)."""
+    prompts = [_CLOSED_BOOK_PROMPT.format(question=r["question"]) for r in rows]
+    return _one_prompt_records(llm, rows, prompts, config, system=system, hits=[None] * len(rows))
+
+
+def answer_prior(train_rows: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[str, Any]], str | None]:
+    """The **answer prior**: a question is answered with the most common training answer of its
+    (template family, answer type), falling back to the most common of its answer type; ties go
+    to the answer whose canonical text sorts first; a row without an answer type takes the one its
+    gold answer implies (:func:`~components.rubric.metrics.infer_answer_type` — for external
+    questions, the gold result's shape). Answers are counted by their canonical text
+    (:func:`~components.rubric.metrics.canonical_text`, so ``True`` and ``"yes"`` are one answer).
+    No model, no graph: what a question's form alone predicts."""
+    from collections import Counter
+
+    by_family: dict[tuple[str, str], Counter[str]] = {}
+    by_type: dict[str, Counter[str]] = {}
+    def kind_of(r: Mapping[str, Any]) -> str:
+        return str(r.get("answer_type") or infer_answer_type(r.get("answer")))
+
+    for r in train_rows:
+        kind = kind_of(r)
+        text = canonical_text(r.get("answer"), kind or None)
+        if not text:
+            continue
+        by_family.setdefault((str(r.get("family") or ""), kind), Counter())[text] += 1
+        by_type.setdefault(kind, Counter())[text] += 1
+
+    def most_common(counts: Counter[str] | None) -> str | None:
+        if not counts:
+            return None
+        top = max(counts.values())
+        return min(t for t, c in counts.items() if c == top)
+
+    def answer(row: Mapping[str, Any]) -> str | None:
+        kind = kind_of(row)
+        return most_common(by_family.get((str(row.get("family") or ""), kind))) or most_common(by_type.get(kind))
+
+    return answer
+
+
+def answer_prior_records(
+    rows: Sequence[Mapping[str, Any]],
+    train_rows: Sequence[Mapping[str, Any]],
+    config: EvalConfig,
+    *,
+    system: str = "answer prior",
+) -> list[EvalRecord]:
+    """One record per (sample, row) with :func:`answer_prior`'s answer (the same answer in every
+    sample: the prior is deterministic; records per sample keep every row's shape alike)."""
+    prior = answer_prior(train_rows)
+    out = []
+    for row in rows:
+        guess = prior(row)
+        for sample in range(config.samples):
+            out.append(_record(system, sample, row, answer=guess, valid_format=guess is not None))
     return out
 
 
@@ -285,7 +404,16 @@ class LLMJudge:
         if not todo:
             return
         prompts = [
-            [{"role": "user", "content": _JUDGE_PROMPT.format(question=r.question, gold=r.gold, prediction=r.answer)}]
+            [
+                {
+                    "role": "user",
+                    "content": _JUDGE_PROMPT.format(
+                        question=r.question,
+                        gold=canonical_text(r.gold, r.answer_type),
+                        prediction=canonical_text(r.answer, r.answer_type),
+                    ),
+                }
+            ]
             for r in todo
         ]
         gens = self.llm.generate(prompts, SamplingParams(max_new_tokens=4, temperature=0.0, seed=0))

@@ -1,23 +1,35 @@
-"""Evaluation metrics over per-question records, with bootstrap confidence intervals
-over seeds (the metrics: docs/methods.md, "Evaluation metrics").
+"""Evaluation metrics over per-question records, with cluster-bootstrap confidence intervals
+(the metrics: docs/methods.md, "Evaluation metrics").
 
-A record (:class:`EvalRecord`) is one question answered by one system under one seed: the
-answer, the gold answer, the trajectory statistics (VF, valid calls, halt, truncation, EH), the
-judge's verdict, tokens and latency. :func:`summarize` turns records into
+A record (:class:`EvalRecord`) is one question answered by one system in one sample (``seed``:
+the sample index) of one trained model (``train_seed``): the answer, the gold answer and its
+type, the section (``test`` split or ``external`` questions), the template family, the trajectory
+statistics (VF, valid calls, halt, truncation, EH), ``grounded``, the judge's verdict, tokens and
+latency. Answers are scored by type (:mod:`components.rubric.metrics`). :func:`summarize` turns
+records into
 
-* answer metrics: token **F1**, **EM** (normalised), **raw EM** (strings as given), **ROUGE-L**,
-  the **judge** score (fraction judged correct);
-* behaviour: **EH**, **P(EM | EH)**, **P(EM | ¬EH)** (``None`` when the condition never holds),
-  **VF**, **VC** (valid calls per question), tokens and latency per question;
+* answer metrics: token **F1**, **EM** (typed), **raw EM** (strings as given), **ROUGE-L**, the
+  **judge** score (fraction judged correct); **EM on non-boolean questions** (``em_nonbool``:
+  yes/no questions excluded, so an answer prior on booleans cannot carry it) and **grounded EM**
+  (``grounded``: correct *and* the typed answer equals a value one of the episode's own query
+  results holds — a cell, one column's values as a set, or a row count;
+  :func:`components.rollout.runner.answer_in_results`);
+* behaviour: **EH** (the gold answer occurs in some observation, GraphDancer's definition),
+  **P(EM | EH)**, **P(EM | ¬EH)** (``None`` when the condition never holds), **VF**, **VC**
+  (valid calls per question), tokens and latency per question;
 * the **outcome decomposition** (GraphDancer §5): ``correct`` (EM), ``loop_timeout`` (halted by
   the loop limit or cut by the token / turn budget), ``invalid_format`` (a malformed step or no
   answer), ``premature_stop`` (a well-formed episode that ended with a wrong answer) — exactly
   one per record;
-* **confidence intervals**: for every metric, the mean over seeds and a two-level percentile
-  bootstrap (resample seeds, then questions within each drawn seed; 95 %, 1000 draws, fixed
-  generator seed), so the interval reflects both sampling noise and the question sample.
+* **confidence intervals**: for every metric, the mean and a 95 % percentile **cluster
+  bootstrap** (1000 draws, fixed generator seed): question ids are resampled with replacement,
+  each drawn question bringing *all* its samples (samples of one question are not independent);
+  with several training seeds, the seeds are resampled first, then the questions, so the
+  interval covers training-seed variance too.
 
-:func:`breakdown` groups the same summary by a field (difficulty level, question type).
+:func:`breakdown` groups the same summary by a field (answer type, template family, difficulty
+level); :func:`paired_difference` differences two systems on the same questions with the same
+scheme and reports the sign of the difference per training seed.
 """
 
 from __future__ import annotations
@@ -28,11 +40,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from components.rubric.metrics import answer_metrics
+from components.rubric.metrics import ANSWER_KINDS, answer_metrics, infer_answer_type
 
 __all__ = [
+    "BREAKDOWNS",
     "CI_METRICS",
     "OUTCOMES",
+    "SECTIONS",
     "EvalRecord",
     "bootstrap_ci",
     "breakdown",
@@ -42,13 +56,15 @@ __all__ = [
 ]
 
 OUTCOMES: Final = ("correct", "invalid_format", "loop_timeout", "premature_stop")
-CI_METRICS: Final = ("f1", "em", "raw_em", "rouge_l", "judge", "eh", "vf", "vc")
+CI_METRICS: Final = ("f1", "em", "em_nonbool", "grounded", "raw_em", "rouge_l", "judge", "eh", "vf", "vc")
+#: the sections of a report: the held-out test split and the domain's external questions
+SECTIONS: Final = ("test", "external")
 
 
 @dataclass
 class EvalRecord:
     system: str
-    seed: int
+    seed: int  # the sample index
     question_id: str
     question: str
     gold: Any
@@ -65,8 +81,18 @@ class EvalRecord:
     tokens: int = 0
     latency_s: float = 0.0
     metrics: dict[str, float] = field(default_factory=dict)
+    #: ``test`` (the held-out split) or ``external`` (the domain's externally written questions)
+    section: str = "test"
+    #: the template family ``"<match family> × <return family>"`` of a test question, ``external``
+    family: str | None = None
+    #: the answer equals a value of one of the episode's own query results (before correctness)
+    answer_in_results: bool = False
+    #: the training seed of the model that answered (0 for untrained systems)
+    train_seed: int = 0
 
     def __post_init__(self) -> None:
+        if self.answer_type not in ANSWER_KINDS:
+            self.answer_type = infer_answer_type(self.gold)
         if not self.metrics:
             self.metrics = (
                 answer_metrics(self.answer, self.gold, self.answer_type)
@@ -75,11 +101,16 @@ class EvalRecord:
             )
 
     @property
+    def grounded(self) -> bool:
+        """Correct and read off the graph (module docstring)."""
+        return self.metrics.get("em") == 1.0 and self.answer_in_results
+
+    @property
     def outcome(self) -> str:
         return outcome(self)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "outcome": self.outcome}
+        return {**asdict(self), "outcome": self.outcome, "grounded": self.grounded}
 
 
 def outcome(r: EvalRecord) -> str:
@@ -94,8 +125,12 @@ def outcome(r: EvalRecord) -> str:
 
 
 def _value(r: EvalRecord, metric: str) -> float | None:
+    if metric == "em_nonbool":
+        return None if r.answer_type == "boolean" else r.metrics["em"]
     if metric in r.metrics:
         return r.metrics[metric]
+    if metric == "grounded":
+        return float(r.grounded)
     if metric == "judge":
         return None if r.judge is None else float(r.judge)
     if metric == "eh":
@@ -112,6 +147,19 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
+def _clusters(records: Sequence[EvalRecord]) -> dict[int, dict[str, list[EvalRecord]]]:
+    """``{train seed: {question id: records}}`` — the bootstrap's two levels."""
+    out: dict[int, dict[str, list[EvalRecord]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        out[r.train_seed][r.question_id].append(r)
+    return out
+
+
+def _percentiles(values: list[float], level: float) -> tuple[float, float]:
+    values.sort()
+    return values[int((1 - level) / 2 * (len(values) - 1))], values[int((1 + level) / 2 * (len(values) - 1))]
+
+
 def bootstrap_ci(
     records: Sequence[EvalRecord],
     stat: Callable[[Sequence[EvalRecord]], float | None],
@@ -120,30 +168,38 @@ def bootstrap_ci(
     level: float = 0.95,
     seed: int = 0,
 ) -> tuple[float | None, float | None]:
-    """Two-level percentile bootstrap of ``stat``: resample seeds with replacement, then each drawn
-    seed's questions with replacement. ``(None, None)`` when ``stat`` is undefined throughout."""
-    by_seed: dict[int, list[EvalRecord]] = defaultdict(list)
-    for r in records:
-        by_seed[r.seed].append(r)
-    seeds = sorted(by_seed)
+    """Percentile cluster bootstrap of ``stat`` (module docstring): training seeds resampled with
+    replacement, then question ids, each drawn question with all its samples. ``(None, None)``
+    when ``stat`` is undefined throughout."""
+    clusters = _clusters(records)
+    seeds = sorted(clusters)
     if not seeds:
         return None, None
+    questions = sorted({q for by_q in clusters.values() for q in by_q})
     rng = random.Random(seed)
     values = []
     for _ in range(draws):
+        drawn_q = rng.choices(questions, k=len(questions))
         sample: list[EvalRecord] = []
         for s in rng.choices(seeds, k=len(seeds)):
-            group = by_seed[s]
-            sample += rng.choices(group, k=len(group))
+            by_q = clusters[s]
+            for q in drawn_q:
+                sample += by_q.get(q, ())
         v = stat(sample)
         if v is not None:
             values.append(v)
     if not values:
         return None, None
-    values.sort()
-    lo = values[int((1 - level) / 2 * (len(values) - 1))]
-    hi = values[int((1 + level) / 2 * (len(values) - 1))]
-    return lo, hi
+    return _percentiles(values, level)
+
+
+def _per_question(records: Sequence[EvalRecord], metric: str) -> dict[int, dict[str, float]]:
+    """``{train seed: {question id: mean of metric over the question's samples}}``."""
+    out: dict[int, dict[str, float]] = {}
+    for s, by_q in _clusters(records).items():
+        means = {q: _mean([_value(r, metric) for r in rs]) for q, rs in by_q.items()}
+        out[s] = {q: m for q, m in means.items() if m is not None}
+    return out
 
 
 def paired_difference(
@@ -156,27 +212,48 @@ def paired_difference(
     seed: int = 0,
 ) -> dict[str, Any]:
     """``mean(a) − mean(b)`` of ``metric`` over the questions both systems answered, with a
-    paired percentile bootstrap: questions are resampled with replacement and each question's
-    difference is that of its two systems' sample means — the same questions on both sides, so
-    question difficulty cancels. ``n`` is the number of paired questions."""
+    paired cluster bootstrap: questions (and, with several training seeds, seeds first) are
+    resampled with replacement and each question's difference is that of its two systems'
+    sample means — the same questions on both sides, so question difficulty cancels. Training
+    seeds pair by value; a system with one seed (an untrained baseline) pairs with every seed of
+    the other. ``n`` is the number of paired questions, ``per_seed`` the difference per training
+    seed (its sign is what "every seed agrees" reads)."""
+    qa, qb = _per_question(a, metric), _per_question(b, metric)
+    seeds = sorted(set(qa) | set(qb))
 
-    def per_question(records: Sequence[EvalRecord]) -> dict[str, float]:
-        by_q: dict[str, list[float]] = defaultdict(list)
-        for r in records:
-            v = _value(r, metric)
-            if v is not None:
-                by_q[r.question_id].append(v)
-        return {q: sum(vs) / len(vs) for q, vs in by_q.items()}
+    def side(per: dict[int, dict[str, float]], s: int) -> dict[str, float] | None:
+        if s in per:
+            return per[s]
+        return next(iter(per.values())) if len(per) == 1 else None
 
-    qa, qb = per_question(a), per_question(b)
-    common = sorted(set(qa) & set(qb))
-    if not common:
-        return {"metric": metric, "value": None, "ci": [None, None], "n": 0}
-    diffs = [qa[q] - qb[q] for q in common]
+    diffs: dict[int, dict[str, float]] = {}
+    for s in seeds:
+        pa, pb = side(qa, s), side(qb, s)
+        if pa is None or pb is None:
+            continue
+        common = sorted(set(pa) & set(pb))
+        if common:
+            diffs[s] = {q: pa[q] - pb[q] for q in common}
+    if not diffs:
+        return {"metric": metric, "value": None, "ci": [None, None], "n": 0, "per_seed": {}}
+    questions = sorted(set.intersection(*(set(d) for d in diffs.values())))
+    if not questions:
+        return {"metric": metric, "value": None, "ci": [None, None], "n": 0, "per_seed": {}}
+    kept = sorted(diffs)
+
+    def mean_over(ss: Sequence[int], qs: Sequence[str]) -> float:
+        return sum(diffs[s][q] for s in ss for q in qs) / (len(ss) * len(qs))
+
     rng = random.Random(seed)
-    means = sorted(sum(rng.choices(diffs, k=len(diffs))) / len(diffs) for _ in range(draws))
-    lo, hi = means[int((1 - level) / 2 * (draws - 1))], means[int((1 + level) / 2 * (draws - 1))]
-    return {"metric": metric, "value": sum(diffs) / len(diffs), "ci": [lo, hi], "n": len(common)}
+    means = [mean_over(rng.choices(kept, k=len(kept)), rng.choices(questions, k=len(questions))) for _ in range(draws)]
+    lo, hi = _percentiles(means, level)
+    return {
+        "metric": metric,
+        "value": mean_over(kept, questions),
+        "ci": [lo, hi],
+        "n": len(questions),
+        "per_seed": {str(s): mean_over([s], questions) for s in kept},
+    }
 
 
 def _conditional(records: Sequence[EvalRecord], hit: bool) -> float | None:
@@ -185,14 +262,20 @@ def _conditional(records: Sequence[EvalRecord], hit: bool) -> float | None:
 
 
 def summarize(records: Sequence[EvalRecord], *, draws: int = 1000) -> dict[str, Any]:
-    """Every metric of the module docstring for one system's records (all seeds)."""
+    """Every metric of the module docstring for one system's records (all samples and seeds)."""
     n = len(records)
     seeds = sorted({r.seed for r in records})
-    out: dict[str, Any] = {"questions": len({r.question_id for r in records}), "records": n, "seeds": seeds}
+    train_seeds = sorted({r.train_seed for r in records})
+    out: dict[str, Any] = {
+        "questions": len({r.question_id for r in records}),
+        "nonbool_questions": len({r.question_id for r in records if r.answer_type != "boolean"}),
+        "records": n,
+        "seeds": seeds,
+        "train_seeds": train_seeds,
+    }
     for m in CI_METRICS:
         out[m] = _mean([_value(r, m) for r in records])
-        per_seed = [_mean([_value(r, m) for r in records if r.seed == s]) for s in seeds]
-        out[f"{m}_per_seed"] = per_seed
+        out[f"{m}_per_seed"] = [_mean([_value(r, m) for r in records if r.train_seed == s]) for s in train_seeds]
         out[f"{m}_ci"] = bootstrap_ci(records, lambda rs, m=m: _mean([_value(r, m) for r in rs]), draws=draws)
     out["p_em_given_eh"] = _conditional(records, True)
     out["p_em_given_not_eh"] = _conditional(records, False)
@@ -203,11 +286,16 @@ def summarize(records: Sequence[EvalRecord], *, draws: int = 1000) -> dict[str, 
 
 
 def breakdown(records: Sequence[EvalRecord], by: str, *, draws: int = 200) -> dict[str, dict[str, Any]]:
-    """:func:`summarize` per value of ``by`` (``level``, ``qtype``, …; missing → ``"unknown"``)."""
+    """:func:`summarize` per value of ``by`` (``answer_type``, ``family``, ``level``, …; missing →
+    ``"unknown"``)."""
     groups: dict[str, list[EvalRecord]] = defaultdict(list)
     for r in records:
         groups[str(getattr(r, by) or "unknown")].append(r)
     return {k: summarize(v, draws=draws) for k, v in sorted(groups.items())}
+
+
+#: the report's breakdowns: ``by_<field>`` per system and section
+BREAKDOWNS: Final = ("answer_type", "family", "level")
 
 
 def records_from(rows: Sequence[Mapping[str, Any]]) -> list[EvalRecord]:

@@ -75,17 +75,19 @@ def split_questions(
     curriculum_path: str | Path, certified_path: str | Path | None = None, split: str = "test"
 ) -> list[dict[str, Any]]:
     """The rows of one split of a curriculum table, in its stored order, each with its
-    question type (``qtype``: the quizzer's ``question_pattern`` axis, from the certified table
-    when given) for the report's breakdown."""
+    question type (``qtype``: the quizzer's ``question_pattern`` axis) and its template family
+    (``family``: :func:`~components.evaluation.families.family_label`), from the certified table
+    when given, for the report's breakdowns and the answer prior."""
     import json
 
-    axes = (
-        {r["id"]: json.loads(r.get("axes_json") or "{}") for r in read_parquet(certified_path)}
-        if certified_path
-        else {}
-    )
-    return [
-        {**r, "qtype": axes.get(r["id"], {}).get("question_pattern")}
-        for r in read_parquet(curriculum_path)
-        if r["split"] == split
-    ]
+    from components.evaluation.families import family_label
+
+    certified = {r["id"]: r for r in read_parquet(certified_path)} if certified_path else {}
+    out = []
+    for r in read_parquet(curriculum_path):
+        if r["split"] != split:
+            continue
+        row = certified.get(r["id"], {})
+        axes = json.loads(row.get("axes_json") or "{}")
+        out.append({**r, "qtype": axes.get("question_pattern"), "family": family_label(row) if row else None})
+    return out

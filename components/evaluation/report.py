@@ -22,14 +22,19 @@ __all__ = [
     "main_table",
     "markdown_report",
     "md_table",
+    "paired_table",
     "relative_files",
+    "section_tables",
+    "signed_ci",
     "write_grit_report",
     "write_report",
 ]
 
 _COLUMNS = (
-    ("f1", "F1"),
     ("em", "EM"),
+    ("em_nonbool", "EM non-bool"),
+    ("grounded", "grounded EM"),
+    ("f1", "F1"),
     ("raw_em", "raw EM"),
     ("rouge_l", "ROUGE-L"),
     ("judge", "judge"),
@@ -49,17 +54,30 @@ def _with_ci(summary: Mapping[str, Any], key: str) -> str:
     return value if lo is None else f"{value} [{fmt_num(lo, 2)}, {fmt_num(hi, 2)}]"
 
 
-def main_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
+def _section(s: Mapping[str, Any], section: str) -> Mapping[str, Any] | None:
+    """A system's entry for one report section (older reports: the test section is the entry)."""
+    sections = s.get("sections")
+    if sections is None:
+        return s if section == "test" else None
+    return sections.get(section)
+
+
+def main_table(report: Mapping[str, Any], section: str = "test") -> list[dict[str, str]]:
     """One row per system: every metric with its 95 % CI, P(EM|EH), P(EM|¬EH), outcomes, tokens,
     latency; a system that is not available shows its note."""
     rows = []
     for name, s in report["systems"].items():
-        if not s["available"]:
-            rows.append({"system": name, "method": s.get("method", ""), "note": s.get("note", "not available")})
+        sec = _section(s, section) if s["available"] else None
+        if not s["available"] or not sec:
+            note = s.get("note", "not available") if not s["available"] else f"not evaluated on the {section} section"
+            rows.append({"system": name, "method": s.get("method", ""), "note": note})
             continue
-        sm = s["summary"]
+        sm = sec["summary"]
         row = {"system": name, "method": s.get("method", "")}
         row.update({label: _with_ci(sm, key) for key, label in _COLUMNS})
+        row["questions × samples"] = f"{sm['questions']} × {len(sm['seeds'])}" + (
+            f" × {len(sm['train_seeds'])} seeds" if len(sm.get("train_seeds") or []) > 1 else ""
+        )
         row["P(EM|EH)"] = fmt_num(sm["p_em_given_eh"])
         row["P(EM|¬EH)"] = fmt_num(sm["p_em_given_not_eh"])
         row.update({o: fmt_num(sm["outcomes"][o], 2) for o in OUTCOMES})
@@ -101,38 +119,82 @@ def md_table(rows: Sequence[Mapping[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def paired_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
-    """One row per compared pair: EM and F1 differences with their paired-bootstrap 95 % CIs."""
+_PAIRED = (("em", "EM"), ("em_nonbool", "EM non-bool"), ("grounded", "grounded EM"), ("f1", "F1"))
+
+
+def signed_ci(d: Mapping[str, Any] | None) -> str:
+    """``+0.123 [+0.05, +0.20]`` for a paired difference (``–`` when undefined)."""
+    if not d or d.get("value") is None:
+        return "–"
+    lo, hi = d["ci"]
+    return f"{d['value']:+.3f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def paired_table(report: Mapping[str, Any], section: str = "test") -> list[dict[str, str]]:
+    """One row per compared pair in ``section``: EM, EM on non-boolean questions, grounded EM and
+    F1 differences with their paired-bootstrap 95 % CIs (and, with several training seeds, the
+    sign per seed)."""
     rows = []
     for pair in report.get("paired", []):
+        if pair.get("section", "test") != section:
+            continue
         row = {"difference": f"{pair['a']} − {pair['b']}", "questions": str(pair["em"]["n"])}
-        for metric in ("em", "f1"):
-            d = pair[metric]
-            lo, hi = d["ci"]
-            row[metric.upper()] = "–" if d["value"] is None else f"{d['value']:+.3f} [{lo:+.2f}, {hi:+.2f}]"
+        for metric, label in _PAIRED:
+            if metric in pair:
+                row[label] = signed_ci(pair[metric])
+        per_seed = pair["em"].get("per_seed") or {}
+        if len(per_seed) > 1:
+            row["EM per seed"] = ", ".join(f"{v:+.2f}" for v in per_seed.values())
         rows.append(row)
     return rows
 
 
-def _breakdown_rows(report: Mapping[str, Any], field: str) -> list[dict[str, str]]:
+def _breakdown_rows(report: Mapping[str, Any], field: str, section: str = "test") -> list[dict[str, str]]:
     rows = []
     for name, s in report["systems"].items():
-        if not s["available"]:
+        sec = _section(s, section) if s["available"] else None
+        if not sec or field not in sec:
             continue
-        for group, sm in s[field].items():
+        for group, sm in sec[field].items():
             rows.append(
                 {
                     "system": name,
                     field.removeprefix("by_"): group,
-                    "n": str(sm["records"]),
+                    "questions": str(sm["questions"]),
+                    "correct": str(round(sm["em"] * sm["records"]) if sm["em"] is not None else "–")
+                    + f" / {sm['records']}",
+                    "EM": _with_ci(sm, "em"),
+                    "grounded EM": fmt_num(sm.get("grounded")),
                     "F1": fmt_num(sm["f1"]),
-                    "EM": fmt_num(sm["em"]),
-                    "judge": fmt_num(sm["judge"]),
-                    "EH": fmt_num(sm["eh"]),
                     "VF": fmt_num(sm["vf"]),
                 }
             )
     return rows
+
+
+#: the breakdown tables of each section: (title, field)
+_BREAKDOWN_TABLES = (
+    ("By answer type", "by_answer_type"),
+    ("By template family", "by_family"),
+    ("By difficulty level", "by_level"),
+)
+
+
+def section_tables(report: Mapping[str, Any]) -> list[tuple[str, list[dict[str, str]]]]:
+    """Every table of the report, section by section (test split, then external questions)."""
+    out: list[tuple[str, list[dict[str, str]]]] = []
+    for section, title in (("test", "Test split"), ("external", "External questions")):
+        if not any(_section(s, section) for s in report["systems"].values() if s.get("available")):
+            continue
+        out += [
+            (f"{title}: systems side by side", main_table(report, section)),
+            (f"{title}: paired differences", paired_table(report, section)),
+        ]
+        for name, field in _BREAKDOWN_TABLES:
+            if section == "external" and field == "by_family":
+                continue  # every external question is one family ("external")
+            out.append((f"{title}: {name.lower()}", _breakdown_rows(report, field, section)))
+    return out
 
 
 def skipped_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -141,6 +203,7 @@ def skipped_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
         {
             "id": str(s.get("id")),
             "line": str(s.get("line")),
+            "section": str(s.get("section") or "test"),
             "reason": str(s.get("reason")),
             "detail": str(s.get("detail") or "")[:200],
             "question": str(s.get("question"))[:120],
@@ -160,26 +223,13 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
         f"- Decoding: {json.dumps(report['decoding'])}",
         f"- Judge model: `{report['judge_model']}` (yes/no correctness prompt)",
         f"- Normalisation: {report['normalisation']}",
-        "- Brackets: 95 % two-level bootstrap CI (seeds, then questions).",
+        "- Brackets: 95 % cluster-bootstrap CI (questions resampled with all their samples; "
+        "training seeds first when there are several). Paired differences: the same questions on both "
+        "sides, resampled the same way. EM non-bool: yes/no questions left out; grounded EM: correct "
+        "and equal to a value the episode's own queries returned.",
         "",
-        "## Systems side by side",
-        "",
-        md_table(main_table(report)),
-        "",
-        "## Paired differences",
-        "",
-        "Same questions on both sides; 95 % paired bootstrap CI over questions (sample means per question).",
-        "",
-        md_table(paired_table(report)) or "(none)",
-        "",
-        "## By difficulty level",
-        "",
-        md_table(_breakdown_rows(report, "by_level")) or "(none)",
-        "",
-        "## By question type",
-        "",
-        md_table(_breakdown_rows(report, "by_type")) or "(none)",
-        "",
+        *_external_lines(report),
+        *[part for t, rows in section_tables(report) for part in (f"## {t}", "", md_table(rows) or "(none)", "")],
         "## Questions skipped",
         "",
         md_table(skipped_table(report)) or "(none)",
@@ -200,6 +250,20 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
     for name, path in (plots or {}).items():
         parts += [f"![{name}]({Path(path).name})", ""]
     return "\n".join(parts)
+
+
+def _external_lines(report: Mapping[str, Any]) -> list[str]:
+    ext = report.get("external") or {}
+    if not ext:
+        return []
+    share = ext.get("share")
+    return [
+        f"- External questions: {ext.get('evaluated')} evaluated from `{Path(str(ext.get('file'))).name}` "
+        f"({ext.get('questions')} scorable, {ext.get('skipped')} skipped; "
+        f"{ext.get('outside')} ({fmt_num(share, 2)}) outside the template families by the deriver: "
+        f"{json.dumps(ext.get('reasons') or {})}); evaluation-only, never trained on",
+        "",
+    ]
 
 
 def _plots(report: Mapping[str, Any], folder: Path) -> dict[str, str]:
@@ -294,13 +358,7 @@ def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[st
     plots = _plots(report, folder)
     md = markdown_report(report, title, plots)
     (folder / "report.md").write_text(md)
-    tables = [
-        ("Systems side by side", main_table(report)),
-        ("Paired differences", paired_table(report)),
-        ("By difficulty level", _breakdown_rows(report, "by_level")),
-        ("By question type", _breakdown_rows(report, "by_type")),
-        ("Questions skipped", skipped_table(report)),
-    ]
+    tables = [*section_tables(report), ("Questions skipped", skipped_table(report))]
     (folder / "report.html").write_text(html_page(md, plots, title, tables))
     return {
         "json": str(folder / "report.json"),

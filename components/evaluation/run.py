@@ -23,8 +23,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from components.evaluation.agents import EvalConfig, LLMJudge, graphrag_records, tool_agent_records
-from components.evaluation.metrics import EvalRecord, breakdown, paired_difference, summarize
+from components.evaluation.agents import (
+    EvalConfig,
+    LLMJudge,
+    answer_prior_records,
+    closed_book_records,
+    graphrag_records,
+    tool_agent_records,
+)
+from components.evaluation.metrics import BREAKDOWNS, SECTIONS, EvalRecord, breakdown, paired_difference, summarize
 from components.llm.precision import resolve_precision
 from components.store.artifact import Artifact, BuildContext, Layer
 from components.training.checkpoint import TrainConfig
@@ -42,11 +49,16 @@ __all__ = [
     "report_summary",
 ]
 
-KINDS: Final = ("python_cypher", "graph_cot", "graphrag")
+KINDS: Final = ("python_cypher", "graph_cot", "graphrag", "closed_book", "answer_prior")
 NORMALISATION: Final = (
-    "SQuAD normalisation for F1 / EM / the judge's inputs (lower-case, drop punctuation and "
-    "articles, collapse spaces); set answers compared as sets; raw EM compares strings as given"
+    "answers scored by type (components/rubric/metrics.py): yes/no/true/false as booleans; numbers "
+    "parsed as numbers (integers exact, other numbers within 0.1 % or equal at the gold's decimals); "
+    "sets as sets of normalised members; entities SQuAD-normalised; raw EM compares strings as given"
 )
+#: bumped when scoring, rows or sections change what a report holds (a new report, not a reused one)
+SCORING_VERSION: Final = 2
+#: what the "answer prior" row's model_dir says (it has none)
+NO_MODEL: Final = "no model"
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,10 @@ class SystemSpec:
     #: the turn budget of this system's episodes (None: ``eval.max_turns``): GraphDancer in the
     #: Graph-CoT environment is evaluated with the turns it trained with
     max_turns: int | None = None
+    #: the report sections this system answers (an expensive off-the-shelf row may skip "external")
+    sections: tuple[str, ...] = SECTIONS
+    #: a model a user could pick instead of training one (the best such row is the paired baseline)
+    offshelf: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -81,8 +97,12 @@ def _run_system(
     from components.tools.cot_env import GraphCoTEnvironment
     from components.tools.episodes import python_cypher_envs
 
+    if spec.kind == "answer_prior":
+        return answer_prior_records(rows, graph.get("train_rows") or [], config, system=spec.name)
     llm = TransformersBackend(spec.model_dir, threads=config.threads, dtype=config.precision)
     try:
+        if spec.kind == "closed_book":
+            return closed_book_records(llm, rows, config, system=spec.name)
         if spec.kind == "python_cypher":
             with python_cypher_envs(db_location, max_rounds=max(1, config.max_turns - 1)) as make_env:
                 return tool_agent_records(
@@ -113,6 +133,8 @@ def evaluate_systems(
     progress: Any = None,
     pairs: Sequence[tuple[str, str]] = (),
     ood_rows: Sequence[Mapping[str, Any]] = (),
+    external_rows: Sequence[Mapping[str, Any]] = (),
+    train_rows: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The report dict (see the module docstring): ``systems`` (summary + breakdowns per system,
     or ``available: False`` with the note), ``records`` (every per-question record), the fixed
@@ -120,14 +142,25 @@ def evaluate_systems(
     ``(a, b)`` of ``pairs`` that both ran, EM and F1 of ``a`` minus ``b`` on the same questions
     with paired-bootstrap CIs (:func:`~components.evaluation.metrics.paired_difference`).
     ``ood_rows`` (:mod:`components.evaluation.ood`) are answered by every fully trained system
-    too and summarised apart (``systems[name]["ood"]``, ``ood``), never in the main table."""
+    too and summarised apart (``systems[name]["ood"]``, ``ood``), never in the main table.
+
+    ``rows`` are the **test** section; ``external_rows`` (the domain's externally written
+    questions, gold answers resolved) the **external** section: each system answers both in one
+    batch (unless its ``sections`` leave one out), each section is summarised on its own
+    (``systems[name]["sections"][section]``: summary and breakdowns by answer type, template
+    family and level; ``summary`` / ``by_*`` repeat the test section), and every pair is
+    differenced per section on EM, EM on non-boolean questions, grounded EM and F1, beside the
+    pairs each trained system makes with the answer prior and the best off-the-shelf row
+    (:func:`baseline_pairs`). ``train_rows`` (the training split: answer, answer type, family)
+    feed the answer prior."""
     from components.graph import open_backend
     from components.llm.transformers_backend import TransformersBackend
     from components.tools.graph_cot import GraphCoT
     from components.tools.retriever import NodeIndex, shared_embedder
 
-    rows = list(rows)[: config.max_questions]
-    if not rows:
+    rows = [{**r, "section": "test"} for r in list(rows)[: config.max_questions]]
+    external = [{**r, "section": "external", "family": "external"} for r in external_rows]
+    if not rows and not external:
         raise ValueError("no evaluation questions")
     backend = open_backend(db_location)
     cache: dict[str, Any] = {}
@@ -150,12 +183,13 @@ def evaluate_systems(
                 wall[spec.name] = 0.0
                 continue
             t0 = time.perf_counter()
+            mine = [r for r in rows + external if r["section"] in spec.sections]
             subset, own = (
-                (rows[: config.mechanics_questions], replace(config, samples=1)) if spec.mechanics else (rows, config)
+                (mine[: config.mechanics_questions], replace(config, samples=1)) if spec.mechanics else (mine, config)
             )
             if spec.max_turns:
                 own = replace(own, max_turns=spec.max_turns)
-            recs = _run_system(spec, subset, db_location, own, {"api": api})
+            recs = _run_system(spec, subset, db_location, own, {"api": api, "train_rows": train_rows})
             if ood_rows and not spec.mechanics:
                 ood_records += _run_system(spec, list(ood_rows), db_location, own, {"api": api})
             wall[spec.name] = time.perf_counter() - t0
@@ -184,30 +218,39 @@ def evaluate_systems(
             out_systems[spec.name] = {"available": False, "note": spec.note, "kind": spec.kind, "method": spec.method}
             continue
         recs = [r for r in records if r.system == spec.name]
+        sections = {sec: _section_summary([r for r in recs if r.section == sec]) for sec in SECTIONS}
+        sections = {k: v for k, v in sections.items() if v}
+        test = sections.get("test") or next(iter(sections.values()), {})
         out_systems[spec.name] = {
             "available": True,
             "kind": spec.kind,
             "method": spec.method,
             "model": spec.model_dir,
             "note": spec.note,
-            "summary": summarize(recs),
-            "by_level": breakdown(recs, "level"),
-            "by_type": breakdown(recs, "qtype"),
+            "offshelf": spec.offshelf,
+            **test,
+            "sections": sections,
             "wall_s": wall[spec.name],
         }
         ood = [r for r in ood_records if r.system == spec.name]
         if ood:
             out_systems[spec.name]["ood"] = {"summary": summarize(ood), "by_kind": breakdown(ood, "qtype")}
     by_system = {name: [r for r in records if r.system == name] for name in out_systems}
-    paired = [
-        {"a": a, "b": b, **{m: paired_difference(by_system[a], by_system[b], m) for m in ("em", "f1")}}
-        for a, b in pairs
-        if by_system.get(a) and by_system.get(b)
-    ]
+    all_pairs = list(dict.fromkeys([*pairs, *baseline_pairs(systems, out_systems)]))
+    paired = []
+    for sec in SECTIONS:
+        for a, b in all_pairs:
+            ra = [r for r in by_system.get(a) or [] if r.section == sec]
+            rb = [r for r in by_system.get(b) or [] if r.section == sec]
+            if ra and rb:
+                paired.append(
+                    {"a": a, "b": b, "section": sec, **{m: paired_difference(ra, rb, m) for m in PAIRED_METRICS}}
+                )
     return {
         "systems": out_systems,
         "paired": paired,
         "order": [str(r.get("id")) for r in rows],
+        "external_order": [str(r.get("id")) for r in external],
         "seeds": list(config.seeds),  # sample indices (streams of the run seeded by decoding.seed)
         "decoding": {**asdict(config), "precision": resolve_precision(config.precision)},
         "judge_model": judge_model,
@@ -219,6 +262,36 @@ def evaluate_systems(
             "records": [r.to_dict() for r in ood_records],
         },
     }
+
+
+#: the metrics every paired difference states
+PAIRED_METRICS: Final = ("em", "em_nonbool", "grounded", "f1")
+
+
+def _section_summary(recs: Sequence[EvalRecord]) -> dict[str, Any]:
+    if not recs:
+        return {}
+    return {"summary": summarize(recs), **{f"by_{b}": breakdown(recs, b) for b in BREAKDOWNS}}
+
+
+#: the rows that are trained Solvers (each is compared with the answer prior and the best
+#: off-the-shelf row)
+TRAINED: Final = ("sft-only", "graphcert-grpo", "graphdancer-rl", "graphdancer-rl→dpo", "graphdancer warm start")
+
+
+def baseline_pairs(systems: Sequence[SystemSpec], out: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(trained, baseline)`` pairs: every trained, fully evaluated system against the answer
+    prior and against the best off-the-shelf row (highest test-section EM among rows marked
+    ``offshelf``; ties to the first in report order)."""
+    evaluated = {s.name for s in systems if out.get(s.name, {}).get("available") and not s.mechanics}
+    offshelf = [s.name for s in systems if s.offshelf and s.name in evaluated]
+    best = max(offshelf, key=lambda n: out[n]["summary"]["em"] or 0.0, default=None)
+    prior = next((s.name for s in systems if s.kind == "answer_prior" and s.name in evaluated), None)
+    pairs = []
+    for s in systems:
+        if s.name in TRAINED and s.name in evaluated:
+            pairs += [(s.name, b) for b in (prior, best) if b]
+    return pairs
 
 
 # -- the layer -------------------------------------------------------------------------------
@@ -237,13 +310,16 @@ class EvalPlan:
         from components.store.fingerprint import hash_path
 
         judge = model_identity(self.evaluate.judge_model) if self.evaluate.judge else None
-        qfile = self.evaluate.questions
+        qfile, xfile = self.evaluate.questions, self.evaluate.external
         return {
             "config": vars(self.evaluate),
             "precision": resolve_precision(self.evaluate.precision),  # what "auto" meant on this host
             "train": self.train.resolved(),
             "judge_identity": judge,
             "questions_hash": hash_path(qfile) if qfile and Path(qfile).is_file() else None,
+            "scoring": SCORING_VERSION,
+            **({"external_hash": hash_path(xfile)} if xfile and Path(xfile).is_file() else {}),
+            **({"offshelf": [model_identity(m) for m in self.evaluate.offshelf]} if self.evaluate.offshelf else {}),
         }
 
 
@@ -281,13 +357,51 @@ def eval_systems(
     *,
     train: TrainConfig | None = None,
     only: Sequence[str] | None = None,
+    offshelf: Sequence[tuple[str, str]] = (),
+    offshelf_sections: Sequence[str] = SECTIONS,
+    baselines: bool = False,
 ) -> list[SystemSpec]:
     """What a domain's evaluation compares, in report order: the base model four ways (its
     sandbox, with ``few_shot`` worked examples in its prompt, zero-shot Graph-CoT, GraphRAG),
     every trained stage, and each configured ablation. The DPO stage counts only when it was
     trained on the current preference pairs. Stages ``train`` runs on the tiny model carry
-    :data:`MECHANICS_NOTE`; with ``only``, every other system is listed as not evaluated."""
+    :data:`MECHANICS_NOTE`; with ``only``, every other system is listed as not evaluated.
+    ``offshelf``: ``(name, model folder)`` of off-the-shelf models, each a ``"<name> few-shot"``
+    row (the same worked examples) answering ``offshelf_sections``; ``baselines``: the answer
+    prior and the closed-book SFT Solver lead the list."""
     systems = _all_systems(inputs, base_model, few_shot)
+    if few_shot:
+        systems = [replace(s, offshelf=True) if s.name == "base few-shot" else s for s in systems]
+    extra = [
+        SystemSpec(
+            f"{name} few-shot",
+            "python_cypher",
+            folder,
+            "off the shelf (Q4_K_M weights, dequantized), worked examples in the prompt, the same tools and turns",
+            "",
+            few_shot,
+            sections=tuple(offshelf_sections),
+            offshelf=True,
+        )
+        for name, folder in (offshelf if few_shot else ())
+    ]
+    lead = (
+        [
+            SystemSpec(
+                "answer prior",
+                "answer_prior",
+                NO_MODEL,
+                "no model: the most common training answer per (template family, answer type)",
+            ),
+            SystemSpec(
+                "closed book", "closed_book", str(inputs["checkpoint"].path), "the SFT Solver without tools or graph"
+            ),
+        ]
+        if baselines
+        else []
+    )
+    at = next((i + 1 for i, s in enumerate(systems) if s.name == "base few-shot"), 1)
+    systems = lead + systems[:at] + extra + systems[at:]
     if train is not None:
         systems = _dancer_systems(systems, inputs, train)
         stage_of = {
@@ -297,7 +411,7 @@ def eval_systems(
         }
         systems = [
             replace(s, note=MECHANICS_NOTE, mechanics=True)
-            if s.model_dir and train.mechanics(stage_of.get(s.name, _ablation_stage(s.name)))
+            if s.model_dir and s.kind != "answer_prior" and train.mechanics(stage_of.get(s.name, _ablation_stage(s.name)))
             else s
             for s in systems
         ]
@@ -426,13 +540,28 @@ def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str 
 def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir: Path) -> dict[str, Any]:
     """An evaluation artifact's summary: its files (relative to the artifact's folder), the
     side-by-side table, the question count, seeds and judge."""
-    from components.evaluation.report import main_table, ood_table, relative_files
+    from components.evaluation.report import _breakdown_rows, main_table, ood_table, paired_table, relative_files
 
     ood = report.get("ood") or {}
+    ext = report.get("external") or {}
+    external = (
+        {
+            "external_systems": main_table(report, "external"),
+            "external_paired": paired_table(report, "external"),
+            "external_by_answer_type": _breakdown_rows(report, "by_answer_type", "external"),
+            "external_questions": ext.get("evaluated"),
+            "external_outside": {k: ext.get(k) for k in ("questions", "outside", "share", "reasons")},
+        }
+        if ext.get("evaluated")
+        else {}
+    )
     return {
         **({"ood": ood_table(report), "ood_questions": ood["questions"]} if ood.get("questions") else {}),
+        **external,
         "files": relative_files(files, out_dir),
         "systems": main_table(report),
+        "paired": paired_table(report),
+        "by_answer_type": _breakdown_rows(report, "by_answer_type"),
         "questions": len(report["order"]),
         "questions_source": report.get("questions_source"),
         "questions_skipped": len(report.get("questions_skipped") or []),
@@ -469,6 +598,31 @@ def evaluation_rows(config: EvalConfig, inputs: Mapping[str, Artifact]) -> tuple
     return split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path)), []
 
 
+def external_rows(config: EvalConfig, db_location: str) -> tuple[list[dict[str, Any]], list[dict], dict[str, Any]]:
+    """``(rows, skipped, outside)`` of ``eval.external``: the scorable questions (gold Cypher
+    resolved on the snapshot; the first ``external_questions`` when set), the skipped ones with
+    their reasons, and how many gold queries lie outside the template families
+    (:func:`~components.evaluation.families.outside_report`). Nothing when unset."""
+    if not config.external:
+        return [], [], {}
+    from components.evaluation.families import outside_report
+    from components.evaluation.gold_cypher import load_question_file, resolve_gold
+    from components.graph import open_backend
+
+    file_rows = load_question_file(config.external)
+    gold = resolve_gold(file_rows, db_location)
+    backend = open_backend(db_location)
+    try:
+        schema = backend.schema()
+    finally:
+        backend.close()
+    scorable = {r["id"] for r in gold.rows}
+    outside = outside_report([r for r in file_rows if r["id"] in scorable], schema)
+    rows = gold.rows[: config.external_questions] if config.external_questions else gold.rows
+    outside["evaluated"] = len(rows)
+    return rows, gold.skipped, outside
+
+
 def ood_evaluation_rows(config: EvalConfig, db_location: str) -> list[dict[str, Any]]:
     """``config.ood_questions`` OOD rows generated on the snapshot (seeded by ``config.seed``)."""
     if not config.ood_questions:
@@ -488,30 +642,47 @@ def ood_evaluation_rows(config: EvalConfig, db_location: str) -> list[dict[str, 
 def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: Path, ctx: BuildContext) -> Artifact:
     """The ``eval_reports`` layer: :func:`evaluate_systems` of :func:`eval_systems` on the test
     split of the ``curriculum`` input, on the ``snapshot`` graph; writes the report files."""
+    from components.evaluation.questions import split_questions
     from components.evaluation.report import write_report
+    from components.llm.registry import model_folder
     from components.training.checkpoint import base_model_dir
 
-    rows, skipped = evaluation_rows(plan.evaluate, inputs)
-    few_shot = _worked_examples(inputs, plan.evaluate) if plan.evaluate.few_shot else None
+    config, db = plan.evaluate, str(inputs["snapshot"].path)
+    rows, skipped = evaluation_rows(config, inputs)
+    external, external_skipped, outside = external_rows(config, db)
+    few_shot = _worked_examples(inputs, config) if config.few_shot else None
     systems = eval_systems(
         inputs,
         str(base_model_dir(plan.train, ctx.data_root)),
         few_shot,
         train=plan.train,
-        only=plan.evaluate.systems,
+        only=config.systems,
+        offshelf=[(name, str(model_folder(name, ctx.data_root))) for name in config.offshelf],
+        offshelf_sections=config.offshelf_sections,
+        baselines=config.baselines,
+    )
+    train_rows = (
+        split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path), "train")
+        if config.baselines
+        else []
     )
     report = evaluate_systems(
         systems,
         rows,
-        str(inputs["snapshot"].path),
-        plan.evaluate,
-        judge_model_dir=judge_dir(plan.evaluate, ctx.data_root),
+        db,
+        config,
+        judge_model_dir=judge_dir(config, ctx.data_root),
         progress=lambda name, s: ctx.log(f"{name}: {s:.1f} s"),
         pairs=PAIRS,
-        ood_rows=ood_evaluation_rows(plan.evaluate, str(inputs["snapshot"].path)),
+        ood_rows=ood_evaluation_rows(config, db),
+        external_rows=external,
+        train_rows=train_rows,
     )
-    report["questions_source"] = plan.evaluate.questions or "the test split"
-    report["questions_skipped"] = skipped
+    report["questions_source"] = config.questions or "the test split"
+    report["questions_skipped"] = skipped + [{**s, "section": "external"} for s in external_skipped]
+    report["external"] = (
+        {"file": config.external, "skipped": len(external_skipped), **outside} if config.external else {}
+    )
     files = write_report(report, out_dir, f"graphdojo evaluation — {ctx.domain}")
     return EVAL_REPORTS.artifact(
         inputs,

@@ -40,7 +40,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from components.curriculum.sampler import level_of, round_kinds
 from components.llm.base import Generation, SamplingParams
-from components.rubric.metrics import normalize_answer, set_members
+from components.rubric.metrics import answers_equal, normalize_answer, split_set
 from components.tools.env import ToolEnvironment
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "RolloutRunner",
     "TokenBackend",
     "TrajectoryStats",
+    "answer_in_results",
     "evidence_hit",
 ]
 
@@ -102,6 +103,8 @@ class TrajectoryStats:
     model_tokens: int
     env_tokens: int
     truncated: bool  # stopped by max_turns / the token budget before the episode ended
+    #: the answer equals a value the episode's own calls obtained (:func:`answer_in_results`)
+    answer_in_results: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -143,6 +146,37 @@ class RolloutRecord:
         }
 
 
+def answer_in_results(answer: Any, answer_type: str | None, values: Sequence[Any]) -> bool:
+    """The answer, typed as ``answer_type``, equals one of ``values`` — what the episode's own
+    calls obtained (:meth:`~components.tools.episodes.CodeCall.result_values`: a cell, one
+    column's values as a set, a row count; Graph-CoT: a feature value, a degree, returned ids).
+    A yes/no answer is read off the graph only from a boolean cell: a query that merely returned
+    rows (or none) does not ground "yes" (or "no").
+
+    >>> answer_in_results("12", "number", ["Ann", 12, ["a", "b"]]), answer_in_results("no", "boolean", [0, []])
+    (True, False)
+    """
+    if answer is None or not str(answer).strip():
+        return False
+    for v in values:
+        if answer_type == "boolean" and not isinstance(v, bool):
+            continue
+        if answer_type != "set" and isinstance(v, list) and len(v) != 1:
+            continue
+        if answers_equal(answer, v, answer_type):
+            return True
+    return False
+
+
+def _obtained(trace: Any) -> list[Any]:
+    out: list[Any] = []
+    for r in trace.rounds:
+        values = getattr(r.call, "result_values", None) if r.executed and r.call is not None else None
+        if callable(values):
+            out += values()
+    return out
+
+
 def evidence_hit(gold: Any, observations: Sequence[str], answer_type: str | None = None) -> bool:
     """EH: the gold answer occurs (normalised) in some observation; a set answer: every member.
 
@@ -151,7 +185,7 @@ def evidence_hit(gold: Any, observations: Sequence[str], answer_type: str | None
     """
     text = " ".join(normalize_answer(o) for o in observations)
     if answer_type == "set":
-        members = set_members(gold)
+        members = {normalize_answer(m) for m in split_set(gold)} - {""}
         return bool(members) and all(m in text for m in members)
     target = normalize_answer(gold)
     return bool(target) and target in text
@@ -289,4 +323,5 @@ class RolloutRunner:
             model_tokens=sum(rec.loss_mask),
             env_tokens=len(rec.loss_mask) - sum(rec.loss_mask),
             truncated=truncated,
+            answer_in_results=answer_in_results(trace.answer, rec.row.get("answer_type"), _obtained(trace)),
         )

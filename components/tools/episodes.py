@@ -39,6 +39,7 @@ __all__ = [
     "python_cypher_envs",
     "returned_node_ids",
     "solver_envs",
+    "traced_values",
 ]
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
@@ -74,8 +75,41 @@ class CodeCall:
     def ok(self) -> bool:
         return self.cell.ok
 
+    def result_values(self) -> list[Any]:
+        """What this cell's queries obtained, for grounding an answer (docs/evaluation.md): every
+        cell of every traced result (a node cell as its display name), each column's values as
+        one list, and each result's row count."""
+        return [v for t in self.cell.traced for v in traced_values(t)]
+
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "node_ids": list(self.node_ids), **self.cell.to_json()}
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, dict) and "_label" in value:
+        for key in ("name", "title", "id"):
+            if value.get(key) is not None:
+                return value[key]
+        return None
+    return value
+
+
+def traced_values(result: TracedResult) -> list[Any]:
+    """A traced result's values as candidates an answer may equal (:meth:`CodeCall.result_values`).
+
+    >>> t = TracedResult("q1", "Q", {}, ("n",), ((3,), (4,)), 2, False, False, "h")
+    >>> traced_values(t)
+    [3, 4, [3, 4], 2]
+
+    A truncated result's row count is not the real count, so it is left out.
+    """
+    cells = [_shown(v) for row in result.rows for v in row]
+    columns = [[_shown(row[i]) for row in result.rows] for i in range(len(result.columns))]
+    out: list[Any] = [v for v in cells if v is not None and not isinstance(v, (dict, list))]
+    out += [[v for v in col if v is not None and not isinstance(v, (dict, list))] for col in columns]
+    if not result.truncated:
+        out.append(result.row_count)
+    return out
 
 
 _PY_PROMPT = """\

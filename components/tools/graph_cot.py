@@ -87,7 +87,8 @@ DEFAULT_ROW_LIMIT = 50
 DEGREE_ROW_CAP = 100_000  # rows fetched to count a union of several triples
 Direction = Literal["out", "in"]
 #: What a function implementation returns: observation, returned ids, subject, truncated.
-_Result = tuple[str, tuple[str, ...], str | None, bool]
+#: (observation, node ids, subject, truncated[, the value obtained: NodeFeature / NodeDegree])
+_Result = tuple[Any, ...]
 
 
 class ErrorCode(StrEnum):
@@ -179,9 +180,20 @@ class GraphCall:
     truncated: bool = False
     elapsed_ms: float = 0.0
 
+    #: what the call obtained, for grounding an answer: the feature value (NodeFeature), the
+    #: degree (NodeDegree), the returned ids (RetrieveNode / NeighborCheck, as one list)
+    values: tuple[Any, ...] = ()
+
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def result_values(self) -> list[Any]:
+        """Candidates an answer may equal (docs/evaluation.md, grounded EM)."""
+        out: list[Any] = [v for v in self.values if v is not None]
+        if self.node_ids:
+            out += [list(self.node_ids), *self.node_ids]
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -367,7 +379,9 @@ class GraphCoT:
             err = CallError(ErrorCode.BAD_ARGUMENTS, f"{name} takes {signature.usage()}, got {list(args)}")
             return GraphCall(name, args, error_observation(err.code, name), err)
         try:
-            observation, node_ids, subject, truncated = self._functions[name](*(a.strip() for a in args))
+            result = self._functions[name](*(a.strip() for a in args))
+            observation, node_ids, subject, truncated = result[:4]
+            values = tuple(result[4:])
         except _CallFailed as failed:
             err = failed.error
             return GraphCall(
@@ -395,6 +409,7 @@ class GraphCoT:
             subject,
             truncated,
             (time.perf_counter() - start) * 1e3,
+            values,
         )
 
     def retrieve_node(self, text: str) -> GraphCall:
@@ -504,7 +519,7 @@ class GraphCoT:
         )
         value = result.rows[0][0] if result.rows else None
         subject = self.render_id(key)
-        return f"The {feature} feature of {node_id} are: {_render_value(value)}.", (), subject, False
+        return f"The {feature} feature of {node_id} are: {_render_value(value)}.", (), subject, False, value
 
     def _hops(self, key: NodeKey, neighbor_type: str) -> tuple[Hop, ...]:
         hops = resolve_neighbor_type(self.schema, key.label, neighbor_type)
@@ -570,4 +585,10 @@ class GraphCoT:
             else:  # several triples reach the same label: count the union of their neighbours
                 keys, _ = self._neighbors(key, hops, DEGREE_ROW_CAP)
                 degree += len(keys)
-        return f"The {neighbor_type} neighbor node degree of {node_id} are: {degree}.", (), self.render_id(key), False
+        return (
+            f"The {neighbor_type} neighbor node degree of {node_id} are: {degree}.",
+            (),
+            self.render_id(key),
+            False,
+            degree,
+        )

@@ -39,6 +39,11 @@ Schema of a file::
       judge_model: null       # the LLM judge: a model name or folder (default: smollm2-135m)
       questions: null         # an external question file (gold answers or gold Cypher) instead of the test split
       systems: null           # run only these systems (report names); the others are listed as not evaluated
+      external: eval/x.jsonl  # externally written questions (gold Cypher), the report's second section
+      external_questions: 0   # the first N scorable external questions (0: all)
+      offshelf: []            # registered models evaluated few-shot beside the trained rows
+      offshelf_sections: [test, external]
+      baselines: true         # the answer prior and the closed-book SFT Solver
       mechanics_questions: 8  # questions (one sample) for a system trained on the tiny model
       precision: auto
       grit_per_split: 6       # GRIT-style items per split in grit/eval_report (default domain)
@@ -141,6 +146,8 @@ def _load(path: Path) -> DomainConfig:
         raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
     if evaluate.questions and not Path(evaluate.questions).is_file():
         raise DomainConfigError(f"{path}: eval.questions: no such file {evaluate.questions}")
+    if evaluate.external and not Path(evaluate.external).is_file():
+        raise DomainConfigError(f"{path}: eval.external: no such file {evaluate.external}")
     return DomainConfig(
         name=name,
         quiz=quiz,

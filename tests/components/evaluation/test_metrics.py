@@ -40,14 +40,57 @@ def test_summary_metrics_and_conditionals() -> None:
     assert summarize([_rec(0, "1", "x", evidence_hit=None)], draws=10)["p_em_given_eh"] is None
 
 
-def test_bootstrap_ci_reflects_seed_variance() -> None:
-    # seed 0 answers everything, seed 1 nothing: the mean is 0.5 and the CI must span most of [0, 1]
-    recs = [_rec(s, str(q), "Ada" if s == 0 else "Bob") for s in (0, 1) for q in range(10)]
-    lo, hi = bootstrap_ci(recs, lambda rs: sum(r.metrics["em"] for r in rs) / len(rs), draws=400)
+def _em(rs) -> float:
+    return sum(r.metrics["em"] for r in rs) / len(rs)
+
+
+def test_bootstrap_ci_reflects_training_seed_variance() -> None:
+    # training seed 0 answers everything, seed 1 nothing: the mean is 0.5 and the CI must span most of [0, 1]
+    recs = [_rec(0, str(q), "Ada" if s == 0 else "Bob", train_seed=s) for s in (0, 1) for q in range(10)]
+    lo, hi = bootstrap_ci(recs, _em, draws=400)
     assert lo <= 0.05 and hi >= 0.95
     same = [_rec(s, str(q), "Ada") for s in (0, 1, 2) for q in range(5)]
-    assert bootstrap_ci(same, lambda rs: sum(r.metrics["em"] for r in rs) / len(rs), draws=100) == (1.0, 1.0)
+    assert bootstrap_ci(same, _em, draws=100) == (1.0, 1.0)
     assert summarize(recs, draws=100)["em_per_seed"] == [1.0, 0.0]
+
+
+def test_bootstrap_keeps_the_samples_of_a_question_together() -> None:
+    # every question right in sample 0 and wrong in sample 1: each question's mean is exactly 0.5,
+    # so resampling questions (with their samples) cannot move the mean
+    split = [_rec(s, str(q), "Ada" if s == 0 else "Bob") for s in (0, 1) for q in range(12)]
+    assert bootstrap_ci(split, _em, draws=200) == (0.5, 0.5)
+    # half the questions always right, half always wrong: the two samples are one cluster, so the
+    # interval is as wide as for 12 independent questions, not 24
+    cluster = [_rec(s, str(q), "Ada" if q % 2 else "Bob") for s in (0, 1) for q in range(12)]
+    single = [r for r in cluster if r.seed == 0]
+    lo2, hi2 = bootstrap_ci(cluster, _em, draws=1000)
+    lo1, hi1 = bootstrap_ci(single, _em, draws=1000)
+    assert hi2 - lo2 == pytest.approx(hi1 - lo1, abs=0.05)
+    assert hi2 - lo2 > 0.4
+
+
+def test_paired_difference_by_seed_and_broadcast() -> None:
+    from components.evaluation.metrics import paired_difference
+
+    trained = [_rec(0, str(q), "Ada" if (q + s) % 3 else "Bob", train_seed=s) for s in (0, 1, 2) for q in range(9)]
+    base = [_rec(0, str(q), "Bob") for q in range(9)]  # one untrained system: pairs with every seed
+    d = paired_difference(trained, base, "em", draws=300)
+    assert d["n"] == 9 and set(d["per_seed"]) == {"0", "1", "2"}
+    assert all(v == pytest.approx(6 / 9) for v in d["per_seed"].values())
+    assert d["value"] == pytest.approx(6 / 9) and d["ci"][0] > 0
+
+
+def test_non_boolean_and_grounded_em() -> None:
+    recs = [
+        _rec(0, "1", "yes", gold="yes", answer_type="boolean"),
+        _rec(0, "2", "12", gold="12.0", answer_type="number", answer_in_results=True),
+        _rec(0, "3", "13", gold="12", answer_type="number", answer_in_results=True),
+        _rec(0, "4", "Ada", answer_type="entity"),
+    ]
+    s = summarize(recs, draws=20)
+    assert s["em"] == 0.75 and s["em_nonbool"] == pytest.approx(2 / 3) and s["nonbool_questions"] == 3
+    assert s["grounded"] == 0.25  # only question 2 is correct and read off its own result
+    assert [r.to_dict()["grounded"] for r in recs] == [False, True, False, False]
 
 
 def test_breakdown_and_round_trip() -> None:

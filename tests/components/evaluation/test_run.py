@@ -61,9 +61,12 @@ def test_every_system_same_questions_seeds_and_judge(setup) -> None:
     assert len(records) == 3 * 2 * 2 and all(r["judge"] is not None for r in records)
     for name in ("agent", "cot", "rag"):
         s = report["systems"][name]["summary"]
-        assert s["records"] == 4 and s["seeds"] == [0, 1] and len(s["em_per_seed"]) == 2
+        assert s["records"] == 4 and s["seeds"] == [0, 1] and s["train_seeds"] == [0] and len(s["em_per_seed"]) == 1
         assert sum(s["outcomes"].values()) == pytest.approx(1.0)
         assert set(report["systems"][name]["by_level"]) == {"easy", "medium"}
+        assert set(report["systems"][name]["by_answer_type"]) == {"set", "entity"}
+        assert set(report["systems"][name]["sections"]) == {"test"}
+    assert {r["section"] for r in records} == {"test"} and all("grounded" in r for r in records)
     # the random model never writes a valid step: tool agents end invalid or cut off, never "correct"
     assert all(r["outcome"] != "correct" for r in records)
     with pytest.raises(ValueError, match="no evaluation questions"):
@@ -213,3 +216,89 @@ def test_ood_questions_are_answered_and_reported_apart(setup, tmp_path: Path) ->
     assert all(r["question_id"] != ood[0]["id"] for r in report["records"])
     text = markdown_report(report, "t")
     assert "## Out-of-distribution questions (evaluated only, never trained on)" in text and "| full |" in text
+
+
+EXTERNAL = [
+    {"id": "x1", "question": "How many papers did Ann Lee write?", "answer": "2", "answer_type": "number"},
+    {"id": "x2", "question": "Did Bob Stone write Graph Neural Networks?", "answer": "no", "answer_type": "boolean"},
+]
+TRAIN = [
+    {"answer": "yes", "answer_type": "boolean", "family": "one_hop × boolean"},
+    {"answer": "no", "answer_type": "boolean", "family": "one_hop × boolean"},
+    {"answer": "no", "answer_type": "boolean", "family": "multi_hop × boolean"},
+    {"answer": "3", "answer_type": "number", "family": "one_hop × aggregation"},
+    {"answer": "KDD", "answer_type": "entity", "family": "one_hop × property"},
+]
+
+
+def test_answer_prior_counts_by_family_then_type_with_a_stated_tie_rule() -> None:
+    from components.evaluation.agents import answer_prior
+
+    prior = answer_prior(TRAIN)
+    # one_hop × boolean: "yes" and "no" tie once each → the canonical text that sorts first
+    assert prior({"answer_type": "boolean", "family": "one_hop × boolean"}) == "no"
+    assert prior({"answer_type": "number", "family": "external"}) == "3"  # falls back to the answer type
+    assert prior({"answer_type": "set", "family": "external"}) is None  # nothing of that type: no answer
+
+
+def test_sections_baselines_and_baseline_pairs(setup) -> None:
+    db, model = setup
+    systems = [
+        SystemSpec("answer prior", "answer_prior", "no model"),
+        SystemSpec("closed book", "closed_book", str(model)),
+        SystemSpec("base few-shot", "python_cypher", str(model), offshelf=True, sections=("test",)),
+        SystemSpec("sft-only", "python_cypher", str(model)),
+    ]
+    config = EvalConfig(samples=2, max_turns=2, max_new_tokens=8, threads=1, judge=False)
+    report = evaluate_systems(
+        systems, ROWS, str(db), config, judge_model_dir=None, external_rows=EXTERNAL, train_rows=TRAIN
+    )
+    assert report["order"] == ["q1", "q2"] and report["external_order"] == ["x1", "x2"]
+    prior = [r for r in report["records"] if r["system"] == "answer prior"]
+    assert {(r["question_id"], r["answer"]) for r in prior} == {("q1", None), ("q2", "KDD"), ("x1", "3"), ("x2", "no")}
+    assert all(r["family"] == "external" for r in prior if r["section"] == "external")
+    x2 = next(r for r in prior if r["question_id"] == "x2")
+    assert x2["outcome"] == "correct" and x2["grounded"] is False  # right by prior, not read off the graph
+    few = report["systems"]["base few-shot"]
+    assert set(few["sections"]) == {"test"}  # its sections: the test split only
+    assert set(report["systems"]["sft-only"]["sections"]) == {"test", "external"}
+    ext = report["systems"]["answer prior"]["sections"]["external"]["summary"]
+    assert ext["questions"] == 2 and ext["em_nonbool"] == 0.0 and ext["nonbool_questions"] == 1
+    pairs = {(p["a"], p["b"], p["section"]) for p in report["paired"]}
+    assert ("sft-only", "answer prior", "test") in pairs and ("sft-only", "base few-shot", "test") in pairs
+    assert ("sft-only", "answer prior", "external") in pairs
+    assert ("sft-only", "base few-shot", "external") not in pairs  # the few-shot row skipped that section
+    one = next(p for p in report["paired"] if p["a"] == "sft-only" and p["b"] == "answer prior")
+    assert set(one) >= {"em", "em_nonbool", "grounded", "f1"}
+
+
+def test_grounded_answers_come_from_the_episodes_own_results(setup) -> None:
+    """A real sandbox episode: an answer equal to a value its own query returned is read off the
+    graph; the same number typed without a query that returned it is not."""
+    from components.rollout.runner import _obtained, answer_in_results
+    from components.tools.episodes import python_cypher_envs
+
+    db, _ = setup
+    program = (
+        "```python\nr = cypher('MATCH (a:Author {name: $n})-[:WROTE]->(p:Paper) RETURN count(p) AS n', n='Ann Lee')\n"
+        "mark_evidence(r)\nprint(r.rows[0][0])\n```\n"
+    )
+    with python_cypher_envs(str(db), max_rounds=2) as make_env:
+        env = make_env()
+        try:
+            env.reset(question="How many papers did Ann Lee write?")
+            env.step(program)
+            env.step("<answer>2</answer>")
+            values = _obtained(env.trace)
+            assert answer_in_results(env.trace.answer, "number", values)
+            assert not answer_in_results("3", "number", values)
+            assert not answer_in_results("yes", "boolean", values)  # rows are not a yes/no cell
+        finally:
+            env.close()
+        env = make_env()
+        try:
+            env.reset(question="How many papers did Ann Lee write?")
+            env.step("<answer>2</answer>")  # right number, no query at all
+            assert not answer_in_results(env.trace.answer, "number", _obtained(env.trace))
+        finally:
+            env.close()
