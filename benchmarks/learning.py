@@ -48,38 +48,18 @@ EXE = Path(sys.executable).parent / "graphdojo"
 TRAIN_BUDGET_S, EVAL_BUDGET_S = 90 * 60.0, 45 * 60.0
 TRAINING = ("checkpoints", "graphcert_grpo", "graphdancer_rl", "preference_pairs", "graphdancer_dpo")
 SETUP = ("graph_snapshot", "qa_candidates", "certified_dataset", "curriculum_splits")
-PAIRS = (("sft-only", "base few-shot"), ("graphcert-grpo", "sft-only"), ("graphdancer-rl→dpo", "graphdancer-rl"))
-
-
-def _ci(lo_hi: Any, signed: bool = False) -> str:
-    lo, hi = lo_hi
-    return f"[{lo:+.3f}, {hi:+.3f}]" if signed else f"[{lo:.3f}, {hi:.3f}]"
 
 
 def table(report: dict[str, Any]) -> list[str]:
-    """The systems and the paired differences as Markdown lines."""
-    lines = [
-        "| system | EM [95 % CI] | F1 [95 % CI] | valid format | tool calls | questions × samples |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name in report["systems"]:  # in report order (report["order"] is the questions' order)
-        entry = report["systems"][name]
-        s = entry.get("summary")
-        if not entry.get("available") or not s:
-            lines.append(f"| {name} | not evaluated: {entry.get('note', '')} | | | | |")
+    """Every section's systems, paired differences and correct answers by answer type, as
+    Markdown lines (the report's own tables: components/evaluation/report.py)."""
+    from components.evaluation.report import md_table, section_tables
+
+    lines: list[str] = []
+    for title, rows in section_tables(report):
+        if "template family" in title or "difficulty" in title:
             continue
-        lines.append(
-            f"| {name} | {s['em']:.3f} {_ci(s['em_ci'])} | {s['f1']:.3f} {_ci(s['f1_ci'])} | {s['vf']:.2f} | "
-            f"{s['vc']:.2f} | {s['questions']} × {len(s['seeds'])} |"
-        )
-    lines += ["", "| paired difference | EM [95 % CI] | F1 [95 % CI] | questions |", "|---|---|---|---|"]
-    for p in report.get("paired") or []:
-        if (p["a"], p["b"]) in PAIRS:
-            em, f1 = p["em"], p["f1"]
-            lines.append(
-                f"| {p['a']} − {p['b']} | {em['value']:+.3f} {_ci(em['ci'], True)} | "
-                f"{f1['value']:+.3f} {_ci(f1['ci'], True)} | {em['n']} |"
-            )
+        lines += [f"### {title}", "", md_table(rows) or "(none)", ""]
     return lines
 
 
@@ -134,8 +114,16 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
     folder, seconds)``."""
     from components.evaluation.questions import split_questions
     from components.evaluation.report import write_report
+    from components.evaluation.run import (
+        NO_MODEL,
+        SystemSpec,
+        _worked_examples,
+        evaluate_systems,
+        external_rows,
+        judge_dir,
+    )
     from components.evaluation.run import PAIRS as REPORT_PAIRS
-    from components.evaluation.run import SystemSpec, _worked_examples, evaluate_systems, judge_dir
+    from components.llm.registry import model_folder
     from components.store import Catalog
     from components.store.artifact import Artifact
     from components.training.checkpoint import base_model_dir
@@ -153,6 +141,8 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
     if any(v is None for v in inputs.values()):
         raise SystemExit("the data folder has no certified data / curriculum / snapshot yet")
     base = str(base_model_dir(cfg.train, data))
+    few_shot = _worked_examples(inputs, cfg.evaluate)
+    sft = art("checkpoints")
     trained = {
         "sft-only": ("checkpoints", "SFT warm start"),
         "graphcert-grpo": ("graphcert_grpo", "GraphCert GRPO"),
@@ -160,15 +150,25 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
         "graphdancer-rl→dpo": ("graphdancer_dpo", "GraphDancer RL → DPO"),
     }
     systems = [
+        SystemSpec("answer prior", "answer_prior", NO_MODEL, "no model: the most common training answer"),
+        SystemSpec("closed book", "closed_book", str(sft.path) if sft else None, "the SFT Solver without tools"),
         SystemSpec("base (before training)", "python_cypher", base, "no training"),
         SystemSpec(
-            "base few-shot",
-            "python_cypher",
-            base,
-            "worked examples in the prompt",
-            "",
-            _worked_examples(inputs, cfg.evaluate),
+            "base few-shot", "python_cypher", base, "worked examples in the prompt", "", few_shot, offshelf=True
         ),
+        *[
+            SystemSpec(
+                f"{name} few-shot",
+                "python_cypher",
+                str(model_folder(name, data)),
+                "off the shelf (Q4_K_M, dequantized), the same worked examples, tools and turns",
+                "",
+                few_shot,
+                sections=tuple(cfg.evaluate.offshelf_sections),
+                offshelf=True,
+            )
+            for name in cfg.evaluate.offshelf
+        ],
     ]
     for name, (asset, method) in trained.items():
         a = art(asset)
@@ -178,6 +178,8 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
             else SystemSpec(name, "python_cypher", None, method, "not trained in this run (stopped before it)")
         )
     rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path))
+    train_rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path), "train")
+    external, _skipped, _outside = external_rows(cfg.evaluate, str(inputs["snapshot"].path))
     t0 = time.perf_counter()
     report = evaluate_systems(
         systems,
@@ -187,9 +189,11 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
         judge_model_dir=judge_dir(cfg.evaluate, data),
         progress=lambda name, secs: print(f"  evaluated {name}: {secs:.0f} s", file=sys.stderr, flush=True),
         pairs=REPORT_PAIRS,
+        external_rows=external,
+        train_rows=train_rows,
     )
     out = data / "learning-report"
-    write_report(report, out, f"graphdojo learning benchmark — {cfg.name} (systems trained so far)")
+    write_report(report, out, f"graphdojo learning benchmark — {cfg.name} (systems trained so far, 1 seed)")
     return report, out, time.perf_counter() - t0
 
 

@@ -411,7 +411,9 @@ def eval_systems(
         }
         systems = [
             replace(s, note=MECHANICS_NOTE, mechanics=True)
-            if s.model_dir and s.kind != "answer_prior" and train.mechanics(stage_of.get(s.name, _ablation_stage(s.name)))
+            if s.model_dir
+            and s.kind != "answer_prior"
+            and train.mechanics(stage_of.get(s.name, _ablation_stage(s.name)))
             else s
             for s in systems
         ]

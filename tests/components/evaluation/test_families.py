@@ -44,7 +44,8 @@ def test_every_template_query_is_inside_the_template_families(domain: str, tmp_p
         for ev in c.evidence:
             assert outside_templates(ev["query"], schema) == [], ev["query"]
         row = {"meta_json": c.meta, "axes_json": c.axes}
-        assert family_label(row) == f"{c.meta['realized_axes']['match_family']} × {c.meta['realized_axes']['return_family']}"
+        axes = c.meta["realized_axes"]
+        assert family_label(row) == f"{axes['match_family']} × {axes['return_family']}"
     assert family_label({"section": "external"}) == "external"
 
 
