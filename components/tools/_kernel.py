@@ -90,6 +90,9 @@ _REQ_FD, _RESP_FD = int(sys.argv[1]), int(sys.argv[2])
 _MAX_MESSAGE = 16 * 1024 * 1024
 
 _SIGKILL, _SIGXCPU = 9, 24
+#: exit status of a spare episode that found the parent's pipe closed (end-of-file) while waiting
+#: for its episode: the fork server then reaps its other child and exits
+_SHUTDOWN = 75
 _CLONE_NEWUSER = 0x10000000
 _UID_BASE = 100_000  # episode uids: _UID_BASE + the outer pid of its namespace's creator
 
@@ -243,19 +246,28 @@ def select_schema():
 
 # -- cells -----------------------------------------------------------------------------------
 class _CappedIO(io.StringIO):
+    """Keeps at most ``cap`` bytes of UTF-8 (never part of a character; a lone surrogate, which
+    no UTF-8 writer takes, is kept as "?"); ``overflow`` says that more was written."""
+
     def __init__(self, cap):
         super().__init__()
         self.cap, self.size, self.overflow = cap, 0, False
 
     def write(self, s):
-        if self.size >= self.cap:
-            self.overflow = True
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        room = self.cap - self.size
+        if room <= 0:
+            self.overflow = self.overflow or bool(s)
             return len(s)
-        keep = s[: self.cap - self.size]
-        self.size += len(keep)
-        if len(keep) < len(s):
+        data = s[: room + 1].encode("utf-8", "replace")  # never more than room + 1 characters
+        if len(data) > room:
             self.overflow = True
-        return super().write(keep)
+            data = data[:room]
+        keep = data.decode("utf-8", "ignore")
+        self.size += len(keep.encode("utf-8"))
+        super().write(keep)
+        return len(s)
 
 
 def _safe_import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
@@ -495,14 +507,25 @@ def _serve(hello):
         os.close(go)
         spare = _fork_spare(hello)  # ... while the one after it is forked
         code = _reap(pid)
-        _send(
-            {
-                "op": "reaped",
-                "pid": pid,
-                "signal": code - 128 if code > 128 else None,
-                "exit": code if code <= 128 else None,
-            }
-        )
+        try:
+            _send(
+                {
+                    "op": "reaped",
+                    "pid": pid,
+                    "signal": code - 128 if code > 128 else None,
+                    "exit": code if code <= 128 else None,
+                }
+            )
+        except OSError:  # the parent closed its end: it is gone or closing
+            break
+        if code == _SHUTDOWN:
+            break
+    # Closing: the spare reads end-of-file on its private pipe and exits; reaped, nothing is left.
+    pid, go = spare
+    os.close(go)
+    _reap(pid)
+    _close_pipes()
+    os._exit(0)
 
 
 def _fork_spare(hello):
@@ -513,9 +536,13 @@ def _fork_spare(hello):
     def run(outer, failure):
         os.close(go_w)
         prepared = (None, failure, None) if failure else _prepare(hello, outer)
-        if os.read(go_r, 1):  # EOF: the server is gone
+        if os.read(go_r, 1):  # EOF: the server is gone or closing
             os.close(go_r)
-            if _recv().get("op") == "fork":
+            try:
+                msg = _recv()
+            except EOFError:  # the parent closed the pipe: the server closes too
+                os._exit(_SHUTDOWN)
+            if msg.get("op") == "fork":
                 _episode(hello["limits"], prepared, outer)
 
     pid = _fork_episode(hello, run)

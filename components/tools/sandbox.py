@@ -32,17 +32,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.cypher.query_path import json_size
+from components.cypher.parse import MAX_QUERY_CHARS
+from components.cypher.query_path import check_params, json_size
 from components.graph.errors import GraphError
 from components.graph.schema import GraphSchema
 from components.tools.traced import MAX_ROWS, TracedResult
 
-__all__ = ["CellResult", "SandboxEpisode", "SandboxLimits"]
+__all__ = ["MAX_TIMEOUT_S", "CellResult", "SandboxEpisode", "SandboxLimits"]
 
 KERNEL = Path(__file__).with_name("_kernel.py")
 #: code this module runs without importing it (the kernel is a child process's script, and the
 #: native helper is loaded there): part of the code digest of every layer that uses the sandbox
 __code_deps__ = ("components.tools._kernel", "components.tools._gd_isolate")
+
+#: The longest wall-clock limit a cell (or an episode's start-up) may have: one hour. A longer one
+#: is refused with a ValueError, not clamped: it is far past any real cell (the default is 10 s and
+#: an episode's whole CPU budget 60 s), so it is a mistake (milliseconds given as seconds, say),
+#: and the operating system's waits overflow for values past about 9e9 s.
+MAX_TIMEOUT_S = 3600.0
+#: How long closing waits for a kernel to end by itself (its episode reads end-of-file and exits,
+#: the kernel reaps it and exits) before it kills the episode, then the kernel's process group.
+_CLOSE_GRACE_S = 2.0
+#: What one call record keeps of a refused query's text (the rest is cut).
+_RECORD_QUERY_CHARS = 1000
+#: What an error sent by the child may carry (longer codes and messages are cut).
+_ERROR_CODE_CHARS, _ERROR_MESSAGE_CHARS = 64, 4000
 
 
 @dataclass(frozen=True)
@@ -57,11 +71,13 @@ class SandboxLimits:
     cell_timeout_s: float = 10.0  # wall clock per cell, parent-enforced (kills the child)
     cpu_s: int = 60  # CPU seconds for the whole episode (RLIMIT_CPU in the child)
     memory_mb: int = 512  # address space of the child (RLIMIT_AS)
-    output_bytes: int = 64_000  # captured stdout/stderr per cell
+    output_bytes: int = 64_000  # captured stdout/stderr per cell, UTF-8 bytes (then `stdout_truncated`)
     max_rows: int = MAX_ROWS  # rows kept per query (one more is fetched to set `truncated`)
-    max_queries: int = 200  # cypher() calls per episode
-    max_message_bytes: int = 16 * 1024 * 1024
-    max_episode_bytes: int = 16 * 1024 * 1024  # rows all cypher() results of an episode may hold
+    max_queries: int = 200  # successful cypher() calls per episode
+    max_message_bytes: int = 16 * 1024 * 1024  # one message from the child
+    max_message_values: int = 1_000_000  # JSON values in one message from the child (bounds parsing)
+    max_episode_bytes: int = 16 * 1024 * 1024  # rows, query texts and parameters an episode's calls keep
+    max_calls: int = 1000  # tool calls recorded per episode; later ones are refused (`call_limit`)
     startup_timeout_s: float = 30.0
     filter: str = "allowlist"
     namespaces: bool = True
@@ -72,8 +88,8 @@ class SandboxLimits:
             raise ValueError(f"filter must be 'allowlist' or 'none', not {self.filter!r}")
         for name in ("cell_timeout_s", "startup_timeout_s"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a finite number of seconds > 0, not {value!r}")
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= MAX_TIMEOUT_S):
+                raise ValueError(f"{name} must be a number of seconds > 0 and <= {MAX_TIMEOUT_S:g}, not {value!r}")
 
 
 @dataclass
@@ -86,13 +102,18 @@ class CellResult:
     evidence: list[str] = field(default_factory=list)  # all ids marked so far in the episode
     episode_alive: bool = True
     elapsed_s: float = 0.0
+    stdout_limit: int | None = None  # the cap `stdout` was cut at (UTF-8 bytes), when it was
 
     def observation(self, preview_rows: int = 5, limit: int | None = None) -> str:
         """What a model sees of this cell: its output, a one-line summary with the first rows of
         every query it ran, and its error; ``limit`` caps the text."""
         parts = []
         if self.stdout:
-            parts.append(self.stdout.rstrip("\n") + (" …(output truncated)" if self.stdout_truncated else ""))
+            cut = ""
+            if self.stdout_truncated:
+                at = f" at {self.stdout_limit} bytes" if self.stdout_limit is not None else ""
+                cut = f" …(output truncated{at})"
+            parts.append(self.stdout.rstrip("\n") + cut)
         for t in self.traced:
             preview = ", ".join(repr(r) for r in t.rows[:preview_rows])
             more = " (truncated at the row limit)" if t.truncated else ""
@@ -107,6 +128,7 @@ class CellResult:
             "ok": self.ok,
             "stdout": self.stdout,
             "stdout_truncated": self.stdout_truncated,
+            "stdout_limit": self.stdout_limit,
             "error": self.error,
             "traced": [t.to_json() for t in self.traced],
             "evidence": list(self.evidence),
@@ -119,6 +141,33 @@ class _KernelGone(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code, self.message = code, message
+
+
+def _clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text``, lone surrogates (which no UTF-8 writer takes:
+    JSON escapes can carry them) replaced."""
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _clean_error(err: Any) -> dict[str, str]:
+    """An error dict as the child (or a refusal quoting its input) gave it, cut to a bounded size:
+    a string ``code`` and ``message``, nothing else."""
+    if not isinstance(err, dict):
+        return {"code": "exception", "message": _clip(str(type(err).__name__), _ERROR_MESSAGE_CHARS)}
+    code, message = err.get("code"), err.get("message")
+    return {
+        "code": _clip(code if isinstance(code, str) else "exception", _ERROR_CODE_CHARS),
+        "message": _clip(message if isinstance(message, str) else "", _ERROR_MESSAGE_CHARS),
+    }
+
+
+def _cut_utf8(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``limit`` UTF-8 bytes (never inside a character); whether it was cut."""
+    head = text[: limit + 1].encode("utf-8", "replace")  # a lone surrogate becomes "?"
+    if len(head) <= limit:  # then all of text is there: more characters would be more bytes
+        return head.decode("utf-8"), False
+    return head[:limit].decode("utf-8", "ignore"), True
 
 
 def _send_msg(fd: int | None, msg: Mapping[str, Any], deadline: float | None = None) -> None:
@@ -143,7 +192,7 @@ def _send_msg(fd: int | None, msg: Mapping[str, Any], deadline: float | None = N
             left = deadline - time.monotonic()
             if left <= 0:
                 raise _KernelGone("timeout", "the sandbox stopped reading its replies")
-            select.select([], [fd], [], left)
+            select.select([], [fd], [], min(left, MAX_TIMEOUT_S))
     finally:
         os.set_blocking(fd, True)  # type: ignore[arg-type]
 
@@ -170,20 +219,56 @@ def _spawn_kernel() -> tuple[subprocess.Popen[bytes], int, int]:
     return proc, req_w, resp_r
 
 
-def _terminate(proc: subprocess.Popen[bytes] | None, fds: tuple[int | None, ...]) -> None:
-    """Kill a kernel process and its process group (if still running), reap it, close our pipe ends."""
-    if proc is not None and proc.poll() is None:
+def _kill_pid(pid: int | None) -> None:
+    if pid is not None:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            proc.kill()
-        proc.wait()
+            pass
+
+
+def _exited(proc: subprocess.Popen[bytes], within_s: float) -> bool:
+    try:
+        proc.wait(timeout=within_s)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _terminate(
+    proc: subprocess.Popen[bytes] | None,
+    fds: tuple[int | None, ...],
+    child_pid: int | None = None,
+    *,
+    kill_child: bool = True,
+) -> None:
+    """End a kernel process so that nothing of it is left, not even an unreaped (zombie) process.
+
+    Our pipe ends are closed first: an idle episode reads end-of-file and exits, and the kernel,
+    its parent, reaps it and exits; we reap the kernel. An episode still running code is killed
+    (``child_pid``, its pid outside its namespace: at once with ``kill_child``, else after
+    ``_CLOSE_GRACE_S``), and the kernel then still reaps it. Only a kernel that has not ended
+    after that is killed with its process group (its children then go to init to be reaped)."""
+    alive = proc is not None and proc.poll() is None
+    if alive and kill_child:
+        _kill_pid(child_pid)
     for fd in fds:
         if fd is not None:
             try:
                 os.close(fd)
             except OSError:
                 pass
+    if proc is None or _exited(proc, _CLOSE_GRACE_S):
+        return
+    if not kill_child:
+        _kill_pid(child_pid)
+        if _exited(proc, _CLOSE_GRACE_S):
+            return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
 
 
 def _filters(limits: SandboxLimits, allow_weak_isolation: bool) -> dict[str, str]:
@@ -313,7 +398,11 @@ class SandboxServer:
         self._pending_reap = True
 
     def stop(self) -> None:
-        _terminate(self._proc, (self._to, self._from))
+        """End the server: it reaps its children (the spare, and the running episode, which is
+        killed) before it exits, and is reaped here."""
+        busy = self.busy
+        child = busy._child_pid if busy is not None and not busy._reaped else None
+        _terminate(self._proc, (self._to, self._from), child, kill_child=True)
         self._proc = self._to = self._from = None
         self.busy = None
         self._pending_reap = False
@@ -335,28 +424,43 @@ class SandboxServer:
             logging.getLogger(__name__).debug("SandboxServer cleanup failed: %r", exc)
 
 
-def _recv_msg(fd: int | None, deadline: float, max_bytes: int) -> dict[str, Any]:
-    def read(n: int) -> bytes:
-        chunks: list[bytes] = []
-        while n > 0:
+#: bytes that start a JSON value after the first: every value but the first follows one of them
+_VALUE_MARKS = (b"[", b"{", b",", b":")
+
+
+def _recv_msg(
+    fd: int | None, deadline: float, max_bytes: int, max_values: int = SandboxLimits.max_message_values
+) -> dict[str, Any]:
+    """One message from the child, whose every byte is hostile. What reading it costs this process
+    is bounded: at most ``max_bytes`` are read (into one buffer), and a message that could hold
+    more than ``max_values`` JSON values (counted from the bytes that can start one, strings
+    included, before anything is parsed) is refused, so parsing cannot build more objects than
+    that whatever their shape (16 MiB of ``[]`` would otherwise be ~5.6 million lists, ~450 MB)."""
+
+    def read(n: int) -> bytearray:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise _KernelGone("timeout", "no reply from the sandbox in time")
-            ready, _, _ = select.select([fd], [], [], left)
+            ready, _, _ = select.select([fd], [], [], min(left, MAX_TIMEOUT_S))
             if not ready:
                 continue
-            chunk = os.read(fd, min(n, 1 << 20))  # type: ignore[arg-type]
-            if not chunk:
+            k = os.readv(fd, [view[got : got + (1 << 20)]])  # type: ignore[arg-type]
+            if not k:
                 raise _KernelGone("exited", "the sandbox process exited")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
+            got += k
+        return buf
 
     (size,) = struct.unpack(">I", read(4))
     if size > max_bytes:
         raise _KernelGone("output_limit", f"the sandbox sent a {size}-byte message (limit {max_bytes})")
+    data = read(size)
+    if sum(data.count(mark) for mark in _VALUE_MARKS) >= max_values:
+        raise _KernelGone("output_limit", f"the sandbox sent a message of more than {max_values} JSON values")
     try:
-        msg = json.loads(read(size))
+        msg = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise _KernelGone("protocol_error", f"malformed message from the sandbox: {exc}") from exc
     except (RecursionError, MemoryError):
@@ -426,17 +530,22 @@ class SandboxEpisode:
         self.isolation = ready.get("isolation")
         self._child_pid = ready.get("pid") if isinstance(ready.get("pid"), int) else None
 
-    def _kill(self) -> None:
+    def _kill(self, *, idle: bool = False) -> None:
+        """End the child and reap it (a dedicated kernel) or hand it back to its server. ``idle``:
+        the child is between cells, so it ends by itself when its pipe closes; otherwise it may be
+        running code and is killed at once."""
         if self._server is not None:
             server, self._server = self._server, None  # a forked episode is used once
             server.release(self, self._child_pid, reaped=self._reaped)
             self._to_child = self._from_child = None
             return
-        _terminate(self._proc, (self._to_child, self._from_child))
-        self._to_child = self._from_child = None
+        proc, self._proc = self._proc, None
+        fds, self._to_child, self._from_child = (self._to_child, self._from_child), None, None
+        _terminate(proc, fds, self._child_pid, kill_child=not idle)
 
     def close(self) -> None:
-        self._kill()
+        """End the episode; nothing of its processes is left afterwards (all reaped)."""
+        self._kill(idle=self._dead is None)
         if self._dead is None:
             self._dead = {"code": "closed", "message": "the episode was closed"}
 
@@ -448,7 +557,7 @@ class SandboxEpisode:
 
     def __del__(self) -> None:  # never leave a child behind
         try:
-            self._kill()
+            self._kill(idle=getattr(self, "_dead", None) is None)
         except (OSError, TypeError) as exc:  # a process or pipe already gone
             import logging
 
@@ -463,7 +572,7 @@ class SandboxEpisode:
 
     def _recv(self, deadline: float) -> dict[str, Any]:
         try:
-            msg = _recv_msg(self._from_child, deadline, self.limits.max_message_bytes)
+            msg = _recv_msg(self._from_child, deadline, self.limits.max_message_bytes, self.limits.max_message_values)
         except _KernelGone as gone:
             if gone.code == "timeout":
                 raise _KernelGone(
@@ -502,15 +611,38 @@ class SandboxEpisode:
 
     # -- requests from the child ---------------------------------------------------------
     def _record(self, op: str, **info: Any) -> None:
+        """Keep one call record. Their number is capped (``max_calls``: :meth:`run` refuses tool
+        calls past it) and so is what each keeps, so records cannot grow this process."""
+        err = info.get("error")
+        if isinstance(err, dict):  # a refusal can quote the query: the message is cut
+            info["error"] = _clean_error(err)
         self.calls.append({"op": op, "index": len(self.calls), **info})
 
     def _handle_cypher(self, msg: Mapping[str, Any]) -> dict[str, Any]:
         query, params = msg.get("query"), msg.get("params") or {}
         if not isinstance(query, str) or not isinstance(params, dict):
             return {"ok": False, "error": {"code": "bad_request", "message": "cypher(query: str, **params)"}}
+        # What the call's record keeps is charged to the episode's bytes: the query (the start of
+        # one past the query path's length limit, which refuses it) and the parameters (none when
+        # the query path refuses them: too large, too deep, not JSON-like).
+        kept_query = query if len(query) <= MAX_QUERY_CHARS else query[:_RECORD_QUERY_CHARS] + "…"
+        kept_params: dict[str, Any] | None = params
+        try:
+            check_params(params)
+        except GraphError:
+            kept_params = None
+        cost = len(kept_query) + (json_size(kept_params) if kept_params is not None else 0)
+        if self._bytes + cost > self.limits.max_episode_bytes:
+            err = {
+                "code": "query_limit",
+                "message": f"the episode's results and queries passed {self.limits.max_episode_bytes} bytes",
+            }
+            self._record("cypher", query=query[:_RECORD_QUERY_CHARS], params=None, ok=False, error=err)
+            return {"ok": False, "error": err}
+        self._bytes += cost
         if len(self.registry) >= self.limits.max_queries:
             err = {"code": "query_limit", "message": f"at most {self.limits.max_queries} queries per episode"}
-            self._record("cypher", query=query, params=params, ok=False, error=err)
+            self._record("cypher", query=kept_query, params=kept_params, ok=False, error=err)
             return {"ok": False, "error": err}
         start = time.perf_counter()
         left_ms = max(1, int((self._deadline - time.monotonic()) * 1000))
@@ -518,7 +650,7 @@ class SandboxEpisode:
             res = self.query_path.run(query, params, limit=self.limits.max_rows, timeout_ms=left_ms)
         except GraphError as exc:
             err = exc.to_dict()
-            self._record("cypher", query=query, params=params, ok=False, error=err)
+            self._record("cypher", query=kept_query, params=kept_params, ok=False, error=err)
             return {"ok": False, "error": err}
         size = sum(map(json_size, res.rows))
         if self._bytes + size > self.limits.max_episode_bytes:
@@ -526,7 +658,7 @@ class SandboxEpisode:
                 "code": "query_limit",
                 "message": f"the episode's results passed {self.limits.max_episode_bytes} bytes",
             }
-            self._record("cypher", query=query, params=params, ok=False, error=err)
+            self._record("cypher", query=kept_query, params=kept_params, ok=False, error=err)
             return {"ok": False, "error": err}
         self._bytes += size
         traced = TracedResult.build(
@@ -561,22 +693,23 @@ class SandboxEpisode:
             rid = item.get("id") if isinstance(item, dict) else None
             reg = self.registry.get(rid) if isinstance(rid, str) else None
             if reg is None:
+                shown = _clip(repr(rid), 200)  # a forged id is anything the child sent
                 err = {
                     "code": "forged_evidence",
-                    "message": f"result {rid!r} was not produced by cypher() in this episode",
+                    "message": f"result {shown} was not produced by cypher() in this episode",
                 }
-                self._record("mark_evidence", ids=[rid], ok=False, error=err)
+                self._record("mark_evidence", ids=[shown], ok=False, error=err)
                 return {"ok": False, "error": err}
             diff = reg.matches(item)
             if diff is not None:
-                err = {"code": "tampered_evidence", "message": f"result {rid}: {diff}"}
-                self._record("mark_evidence", ids=[rid], ok=False, error=err)
+                err = {"code": "tampered_evidence", "message": f"result {reg.id}: {diff}"}
+                self._record("mark_evidence", ids=[reg.id], ok=False, error=err)
                 return {"ok": False, "error": err}
-            ids.append(rid)
+            ids.append(reg.id)
         for rid in ids:
             if rid not in self.evidence:
                 self.evidence.append(rid)
-        self._record("mark_evidence", ids=ids, ok=True)
+        self._record("mark_evidence", ids=list(dict.fromkeys(ids)), ok=True)
         return {"ok": True, "marked": ids}
 
     def _handle_schema(self, msg: Mapping[str, Any]) -> dict[str, Any]:
@@ -620,13 +753,16 @@ class SandboxEpisode:
             while True:
                 msg = self._recv(deadline)
                 op = msg.get("op")
-                if op == "done":
-                    err = msg.get("error")
+                if op == "done":  # the child's output is cut here too: it is not trusted to have
+                    err, out = msg.get("error"), msg.get("stdout", "")
+                    stdout, cut = _cut_utf8(out if isinstance(out, str) else "", self.limits.output_bytes)
+                    truncated = cut or msg.get("stdout_truncated") is True
                     return CellResult(
                         ok=err is None,
-                        stdout=str(msg.get("stdout", ""))[: self.limits.output_bytes],
-                        stdout_truncated=bool(msg.get("stdout_truncated")),
-                        error=err if isinstance(err, dict) else None,
+                        stdout=stdout,
+                        stdout_truncated=truncated,
+                        stdout_limit=self.limits.output_bytes if truncated else None,
+                        error=_clean_error(err) if err is not None else None,
                         traced=list(self._cell_new),
                         evidence=list(self.evidence),
                         elapsed_s=time.monotonic() - start,
@@ -636,10 +772,15 @@ class SandboxEpisode:
                     raise _KernelGone("protocol_error", f"unknown request {str(op)[:80]!r} from the sandbox")
                 if time.monotonic() >= deadline:  # no new tool work once the cell's time is up
                     raise _KernelGone("timeout", f"the cell exceeded its {self.limits.cell_timeout_s:g} s time limit")
+                if len(self.calls) >= self.limits.max_calls:  # neither run nor recorded
+                    err = {"code": "call_limit", "message": f"at most {self.limits.max_calls} tool calls per episode"}
+                    self._send({"ok": False, "error": err}, deadline)
+                    continue
                 try:
                     reply = handler(self, msg)
                 except Exception as exc:  # a malformed request must not escape run()
-                    raise _KernelGone("protocol_error", f"malformed {op} request: {type(exc).__name__}: {exc}") from exc
+                    detail = _clip(f"malformed {op} request: {type(exc).__name__}: {exc}", _ERROR_MESSAGE_CHARS)
+                    raise _KernelGone("protocol_error", detail) from exc
                 self._send(reply, deadline)
         except _KernelGone as gone:
             self._dead = {"code": gone.code, "message": gone.message}

@@ -145,6 +145,86 @@ def test_console_entry_point(academic_db: Path) -> None:
     assert json.loads(proc.stdout)["columns"] == ["n"]
 
 
+# The parent of the CLI as a subreaper (prctl PR_SET_CHILD_SUBREAPER): whatever the CLI leaves
+# behind — a kernel or an episode it did not reap — is re-parented here, and listed.
+_REAPER = r"""
+import ctypes, json, os, subprocess, sys, time
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+codes = [subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+         for argv in json.loads(sys.argv[1])]
+time.sleep(0.5)
+left = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+    except OSError:
+        continue
+    if fields.get("PPid", "").strip() == str(os.getpid()):
+        left.append([int(pid), fields["Name"].strip(), fields["State"].strip()])
+print(json.dumps({"codes": codes, "left": left}))
+"""
+
+
+def test_sandbox_run_reaps_its_kernel_on_success_and_on_error(academic_db: Path, tmp_path: Path) -> None:
+    """After ``graphdojo sandbox run`` exits, nothing it started is left — not even an exited,
+    unreaped (zombie) episode process re-parented to whoever started the CLI."""
+    exe = str(Path(sys.executable).with_name("graphdojo"))
+    (tmp_path / "ok.py").write_text("print(cypher('MATCH (a:Author) RETURN count(a) AS n').rows)\n")
+    (tmp_path / "loop.py").write_text("while True:\n    pass\n")
+    runs = [
+        [exe, "sandbox", "run", "--db", str(academic_db), "--code", str(tmp_path / name), "--timeout", "1"]
+        for name in ("ok.py", "loop.py")
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-c", _REAPER, json.dumps(runs)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout) == {"codes": [0, 1], "left": []}
+
+
+def test_sandbox_run_caps_a_huge_print(academic_db: Path, tmp_path: Path) -> None:
+    from components.tools.sandbox import SandboxLimits
+
+    (tmp_path / "big.py").write_text("print('x' * 300_000_000)\n")
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("graphdojo")), "sandbox", "run", "--db", str(academic_db)]
+        + ["--code", str(tmp_path / "big.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    cap = SandboxLimits().output_bytes
+    assert out["ok"] and out["stdout_truncated"] and out["stdout_limit"] == cap
+    assert out["stdout"] == "x" * cap
+
+
+@pytest.mark.parametrize("timeout", ["1e10", "nan", "3600.5"])
+def test_sandbox_run_refuses_a_timeout_past_the_maximum(academic_db: Path, tmp_path: Path, timeout: str) -> None:
+    """A timeout the parent's waits cannot take is a one-line JSON usage error, never a traceback."""
+    (tmp_path / "one.py").write_text("print(1)\n")
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("graphdojo")), "sandbox", "run", "--db", str(academic_db)]
+        + ["--code", str(tmp_path / "one.py"), "--timeout", timeout],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
+    (line,) = proc.stderr.splitlines()
+    err = json.loads(line)["error"]
+    assert err["code"] == "usage_error" and "--timeout" in err["message"]
+
+
+def test_the_cli_timeout_maximum_is_the_sandbox_maximum() -> None:
+    from components.tools.sandbox import MAX_TIMEOUT_S
+    from orchestration import cli
+
+    assert cli._MAX_CELL_SECONDS == MAX_TIMEOUT_S
+
+
 def test_quiz_template_writes_jsonl_records(academic_db: Path, tmp_path: Path, capsys) -> None:
     from components.quizzer.candidate import QACandidate
 
@@ -355,6 +435,7 @@ def test_bad_inputs_are_one_json_line_each(academic_db: Path, tmp_path: Path, ca
     for argv in (
         ["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "inf"],
         ["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "-1"],
+        ["sandbox", "run", "--db", str(academic_db), "--code", "x.py", "--timeout", "1e10"],
         ["graph", "query", "--db", str(academic_db), "--query", "RETURN 1", "--limit", "-5"],
         ["quiz", "--db", str(academic_db), "-n", "0", "--kind", "template", "--out", "x.jsonl"],
         ["no-such-command"],

@@ -6,14 +6,18 @@ the real read-only query path; the database fingerprint is checked unchanged aft
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from components.cypher.query_path import ReadOnlyQueryPath
 from components.graph.ladybug import LadybugBackend
-from components.tools.sandbox import SandboxEpisode, SandboxLimits, SandboxServer
+from components.tools.sandbox import MAX_TIMEOUT_S, SandboxEpisode, SandboxLimits, SandboxServer
 from components.tools.traced import result_hash
 
 LIMITS = SandboxLimits(cell_timeout_s=3.0, cpu_s=10, memory_mb=384, output_bytes=2000)
@@ -187,6 +191,165 @@ def test_raw_exit_ends_the_episode_cleanly(episode) -> None:
 def test_huge_output_is_capped(episode) -> None:
     res = episode.run("print('y' * 10**6)\ncypher.__globals__['os'].write(1, b'z' * 10**6)")
     assert res.ok and res.stdout_truncated and len(res.stdout) == LIMITS.output_bytes
+    assert res.stdout_limit == LIMITS.output_bytes
+    assert f"output truncated at {LIMITS.output_bytes} bytes" in res.observation()
+
+
+def test_output_is_capped_in_utf8_bytes_and_any_text_can_be_printed(episode) -> None:
+    """The cap is in bytes, never inside a character; a lone surrogate (no UTF-8 writer takes
+    it: it used to end the episode) prints as "?"; output under the cap is not flagged."""
+    res = episode.run("print('é' * 10**4)")
+    assert res.ok and res.stdout_truncated and res.stdout == "é" * (LIMITS.output_bytes // 2)
+    res = episode.run("print('a\\ud800b', 'ü')")
+    assert res.ok and res.stdout == "a?b ü\n" and not res.stdout_truncated and res.stdout_limit is None
+    assert episode.alive and "truncated" not in res.observation()
+
+
+@pytest.mark.parametrize("seconds", [1e10, MAX_TIMEOUT_S + 0.5, math.inf, math.nan, 0, -1])
+def test_a_timeout_past_the_maximum_is_a_clear_error(seconds: float) -> None:
+    """Not clamped: refused when the limits are made, so the parent's waits never overflow."""
+    with pytest.raises(ValueError, match=f"seconds > 0 and <= {MAX_TIMEOUT_S:g}"):
+        SandboxLimits(cell_timeout_s=seconds)
+    with pytest.raises(ValueError, match="startup_timeout_s"):
+        SandboxLimits(startup_timeout_s=seconds)
+    assert SandboxLimits(cell_timeout_s=MAX_TIMEOUT_S).cell_timeout_s == MAX_TIMEOUT_S
+
+
+# A fresh interpreter is the parent: its peak RSS (ru_maxrss, this process only) before and after
+# hostile cells shows what reading from an episode costs it.
+_READ_BOUND = r"""
+import json, resource, sys
+from components.cypher.query_path import ReadOnlyQueryPath
+from components.graph.ladybug import LadybugBackend
+from components.tools.sandbox import SandboxEpisode, SandboxLimits
+
+G = "g = cypher.__globals__\n"
+CASES = {
+    "print_300_mb": "print('x' * 300_000_000)",
+    "many_writes": "for _ in range(300):\n    print('x' * 1_000_000)",
+    "forged_reply": G + "g['_send']({'op': 'done', 'stdout': 'y' * 7_000_000, 'stdout_truncated': False,"
+    " 'error': {'code': 'c' * 100_000, 'message': 'm' * 7_000_000, 'extra': list(range(100_000))}})",
+    "many_values": G + "g['_send']({'op': 'done', 'stdout': '', 'error': {'code': [[]] * 4_000_000}})",
+    "failing_queries": "q = 'RETURN 1 AS x /*' + 'a' * 5_000_000\nn = 0\nwhile True:\n"
+    "    try:\n        cypher(q + str(n))\n    except Exception:\n        n += 1",
+    "refused_parameters": "p = list(range(400_000))\nwhile True:\n    try:\n        cypher('RETURN 1 AS x', p=p)\n"
+    "    except Exception:\n        pass",
+}
+
+
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+limits = SandboxLimits(cell_timeout_s=3.0)
+out = {}
+with LadybugBackend(sys.argv[1]) as backend:
+    qp = ReadOnlyQueryPath(backend)
+    with SandboxEpisode(qp, limits=limits) as ep:
+        assert ep.run("print(1)").ok
+    base = peak()
+    for name, code in CASES.items():
+        with SandboxEpisode(qp, limits=limits) as ep:
+            res = ep.run(code)
+            out[name] = {
+                "result": res.to_json(),
+                "observation": res.observation()[-60:],
+                "calls": len(ep.calls),
+                "call_bytes": len(json.dumps(ep.calls, default=str)),
+                "growth": peak() - base,
+            }
+print(json.dumps(out))
+"""
+READ_BOUND_BYTES = 256 << 20  # docs/sandbox.md: what reading from an episode may cost the parent
+
+
+def test_what_the_parent_reads_from_an_episode_is_bounded(tmp_path: Path) -> None:
+    """Printed output, forged replies, messages of millions of values and endless refused calls:
+    each result is cut and flagged, and the parent's peak RSS grows by less than the bound."""
+    from components.graph.load import load_graph
+    from tests.conftest import contract_graph
+
+    load_graph(contract_graph(), tmp_path / "db")
+    proc = subprocess.run(
+        [sys.executable, "-c", _READ_BOUND, str(tmp_path / "db")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).parents[3],
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    cap = SandboxLimits().output_bytes
+    for name in ("print_300_mb", "many_writes"):
+        res = out[name]["result"]
+        assert res["ok"] and res["stdout_truncated"] and res["stdout_limit"] == cap, name
+        assert len(res["stdout"].encode()) == cap and out[name]["observation"].endswith(
+            f"…(output truncated at {cap} bytes)"
+        )
+    forged = out["forged_reply"]["result"]
+    assert forged["stdout_truncated"] and len(forged["stdout"].encode()) == cap
+    assert set(forged["error"]) == {"code", "message"} and len(forged["error"]["code"]) <= 64
+    assert len(forged["error"]["message"]) <= 4000
+    assert out["many_values"]["result"]["error"]["code"] == "output_limit"
+    for name in ("failing_queries", "refused_parameters"):  # refused calls keep small records
+        assert out[name]["result"]["error"]["code"] == "timeout", out[name]["result"]
+        assert 0 < out[name]["calls"] <= SandboxLimits().max_calls and out[name]["call_bytes"] < 2 << 20, name
+    growth = {name: case["growth"] for name, case in out.items()}
+    assert max(growth.values()) < READ_BOUND_BYTES, growth
+
+
+# The parent of whatever it runs (prctl PR_SET_CHILD_SUBREAPER): any process orphaned below it is
+# re-parented here instead of to init, so a kernel or an episode that was not reaped shows up.
+_REAPER = r"""
+import ctypes, json, os, sys, time
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+exec(sys.argv[1])
+time.sleep(0.5)
+left = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+    except OSError:
+        continue
+    if fields.get("PPid", "").strip() == str(os.getpid()):
+        left.append([int(pid), fields["Name"].strip(), fields["State"].strip()])
+print(json.dumps(left))
+"""
+
+
+def reaper(body: str, *args: str, cwd: Path | None = None) -> list:
+    """Run ``body`` as a subreaper; the processes left below it afterwards (none, if all was reaped)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _REAPER, body, *args], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_closing_reaps_every_process_of_an_episode(tmp_path: Path) -> None:
+    """A clean close, a cell killed on its timeout, a fork server's episodes and the server itself:
+    afterwards no process is left, not even an exited, unreaped one (a zombie)."""
+    from components.graph.load import load_graph
+    from tests.conftest import contract_graph
+
+    load_graph(contract_graph(), tmp_path / "db")
+    body = (
+        "from components.cypher.query_path import ReadOnlyQueryPath\n"
+        "from components.graph.ladybug import LadybugBackend\n"
+        "from components.tools.sandbox import SandboxEpisode, SandboxLimits, SandboxServer\n"
+        "limits = SandboxLimits(cell_timeout_s=1.0, cpu_s=10, memory_mb=384)\n"
+        "with LadybugBackend(sys.argv[2]) as b:\n"
+        "    qp = ReadOnlyQueryPath(b)\n"
+        "    for code, ok in (('print(1)', True), ('while True: pass', False)):\n"
+        "        with SandboxEpisode(qp, limits=limits) as ep:\n"
+        "            assert ep.run(code).ok is ok\n"
+        "    with SandboxServer(limits) as srv:\n"
+        "        for code, ok in (('print(1)', True), ('while True: pass', False), ('print(2)', True)):\n"
+        "            with SandboxEpisode(qp, limits=limits, server=srv) as ep:\n"
+        "                assert ep.run(code).ok is ok\n"
+    )
+    assert reaper(body, str(tmp_path / "db"), cwd=Path(__file__).parents[3]) == []
 
 
 def test_cpu_limit(backend) -> None:
