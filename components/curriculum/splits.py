@@ -1,10 +1,14 @@
 """Train / validation / test splits grouped so that no entity crosses splits.
 
 Items that share an entity (directly, or through a chain of items) form one group
-(union-find); whole groups go to splits. Groups are shuffled with the seed and each is given to
-the split furthest below its target share (ties: train, then validation, then test), so the
-realised fractions track the targets as closely as the group sizes allow. Items marked OOD are
-kept out of train (they go to test; their groups follow them, since an entity may not cross).
+(union-find); whole groups go to splits. Groups are shuffled with the seed, then ordered largest
+first (the shuffle breaks ties), and each is given to the split furthest below its target share
+(ties: train, then validation, then test), so the realised fractions track the targets as
+closely as the group sizes allow: a large group is placed while every split still has room —
+in practice in train — and the many small groups that follow fill every split up to its share
+(placed in shuffled order instead, a large group arriving late overfills train and starves
+test). Items marked OOD are kept out of train (they go to test; their groups follow them, since
+an entity may not cross).
 
 >>> items = [("q1", ["a"]), ("q2", ["a", "b"]), ("q3", ["c"]), ("q4", ["d"])]
 >>> s = entity_grouped_splits(items, fractions=(0.5, 0.25, 0.25), seed=0)
@@ -58,6 +62,7 @@ def entity_grouped_splits(
         groups.setdefault(find(f"item:{item_id}"), []).append(item_id)
     order = sorted(groups)
     random.Random(seed).shuffle(order)
+    order.sort(key=lambda g: -len(groups[g]))  # stable: the shuffle orders groups of one size
     total = len(items)
     counts = dict.fromkeys(SPLITS, 0)
     out: dict[str, str] = {}

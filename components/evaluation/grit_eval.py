@@ -118,7 +118,7 @@ def _acc(records: Sequence[GritRecord]) -> float | None:
 
 
 def _with_ci(records: Sequence[GritRecord], stat: Any = _acc) -> dict[str, Any]:
-    lo, hi = bootstrap_ci(records, stat, draws=300)  # type: ignore[arg-type]  # only .seed is read
+    lo, hi = bootstrap_ci(records, stat, draws=300)  # type: ignore[arg-type]  # only .item_id is read
     return {"value": stat(records), "ci": [lo, hi], "n": len(records)}
 
 

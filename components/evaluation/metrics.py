@@ -147,11 +147,13 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _clusters(records: Sequence[EvalRecord]) -> dict[int, dict[str, list[EvalRecord]]]:
-    """``{train seed: {question id: records}}`` — the bootstrap's two levels."""
-    out: dict[int, dict[str, list[EvalRecord]]] = defaultdict(lambda: defaultdict(list))
+def _clusters(records: Sequence[Any]) -> dict[int, dict[str, list[Any]]]:
+    """``{train seed: {question id: records}}`` — the bootstrap's two levels. Any record with a
+    ``question_id`` (or a GRIT ``item_id``) works; no ``train_seed`` means one model."""
+    out: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
-        out[r.train_seed][r.question_id].append(r)
+        question = getattr(r, "question_id", None) or getattr(r, "item_id", None) or str(id(r))
+        out[getattr(r, "train_seed", 0)][str(question)].append(r)
     return out
 
 

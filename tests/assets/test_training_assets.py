@@ -130,6 +130,8 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     ev = materialized["eval_reports"]
     rows = {r.data["system"]: r.data for r in ev["systems"].value.records}
     assert list(rows) == [
+        "answer prior",
+        "closed book",
         "base (before training)",
         "base few-shot",
         "graph-cot zero-shot",
@@ -145,10 +147,13 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert abl["strict-only"]["data"] == "strict" and abl["no-evidence-reward"]["reward"] == "answer_only"
     assert rows["graphdancer-rl→dpo"]["note"].startswith("not trained")
     assert all("[" in r["F1"] for n, r in rows.items() if n != "graphdancer-rl→dpo")  # every available one: a CI
+    assert all("EM non-bool" in r and "grounded EM" in r for n, r in rows.items() if n != "graphdancer-rl→dpo")
+    assert rows["answer prior"]["VF"] != "–" and ev["by_answer_type"].value.records
     assert ev["judge_model"].value == judge and ev["seeds"].value == [0, 1]
     page = Path(ev["report_html"].value).read_text()
     assert "data:image/png;base64," in page and "P(EM|EH)" in page and "premature_stop" in page
-    assert "Paired differences" in page and "sft-only − base (before training)" in page
+    assert "paired differences" in page and "sft-only − base (before training)" in page
+    assert "sft-only − answer prior" in page and "By answer type" in page.replace("by answer type", "By answer type")
     grit = materialized["eval_report"]
     overview = {r.data["system"]: r.data for r in grit["overview"].value.records}
     assert set(overview) == {"base (before training)", "grain"} and grit["items"].value == 6  # 2 test, OOD, large

@@ -52,7 +52,7 @@ def test_fanout_estimates_follow_the_traversed_direction(certified) -> None:
 
 def test_curriculum_levels_and_splits(certified) -> None:
     rows, schema = certified
-    items = build_curriculum(rows, schema, seed=1)
+    items = build_curriculum(rows, schema, _DB["path"], seed=1)
     assert len(items) == sum(bool(r["admitted"]) for r in rows) > 10
     assert {i["level"] for i in items} <= set(LEVELS) and len({i["level"] for i in items}) >= 2
     assert {i["split"] for i in items} <= {"train", "validation", "test"}
@@ -94,8 +94,10 @@ def test_split_config_shares_change_the_split_and_the_fingerprint_only_when_set(
     from components.curriculum.build import CURRICULUM_SPLITS, SplitConfig
 
     rows, schema = certified
-    default = build_curriculum(rows, schema, seed=1)
-    more_test = build_curriculum(rows, schema, fractions=SplitConfig(fractions=[0.5, 0.1, 0.4]).fractions, seed=1)
+    default = build_curriculum(rows, schema, _DB["path"], seed=1)
+    more_test = build_curriculum(
+        rows, schema, _DB["path"], fractions=SplitConfig(fractions=[0.5, 0.1, 0.4]).fractions, seed=1
+    )
     count = lambda items: sum(i["split"] == "test" for i in items)  # noqa: E731
     assert count(more_test) > count(default)
     assert curriculum_summary(more_test)["crossing_entities"] == []
@@ -112,7 +114,7 @@ def test_measured_levels_replace_estimates_where_a_trajectory_exists(certified) 
     from components.curriculum.build import SplitConfig, measure_levels
 
     rows, schema = certified
-    items = build_curriculum(rows, schema, seed=0)
+    items = build_curriculum(rows, schema, _DB["path"], seed=0)
     estimated = {i["id"]: i["level"] for i in items}
     report = measure_levels(items, rows, _DB["path"])
     measured = [i for i in items if i["level_source"] == "measured"]
@@ -145,7 +147,7 @@ def test_graph_cot_teacher_trajectories_replay_in_the_real_environment(certified
     from components.training.teacher import graph_cot_teacher_steps, teacher_records
 
     rows, schema = certified
-    items = build_curriculum(rows, schema, seed=0)
+    items = build_curriculum(rows, schema, _DB["path"], seed=0)
     measure_levels(items, rows, _DB["path"])
     usable = graph_cot_items(items, turns=4)  # at most 3 calls, then the answer
     assert usable and all(len(json.loads(i["trajectory_json"])["rounds"]) <= 3 for i in usable)

@@ -21,11 +21,12 @@ from components.curriculum import (
     level_probabilities,
     round_kinds,
 )
+from components.curriculum import build as build_module
 from components.curriculum import sampler as sampler_module
 from components.curriculum import splits as splits_module
 
 
-@pytest.mark.parametrize("module", [sampler_module, splits_module])
+@pytest.mark.parametrize("module", [build_module, sampler_module, splits_module])
 def test_docstring_examples(module) -> None:
     failures, tried = doctest.testmod(module)
     assert tried > 0 and failures == 0
@@ -121,3 +122,15 @@ def test_split_fractions_track_the_targets_with_singleton_groups() -> None:
     items = [(f"q{i}", [f"ent{i}"]) for i in range(1000)]
     counts = Counter(entity_grouped_splits(items, seed=3).values())
     assert counts == {"train": 800, "validation": 100, "test": 100}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_large_group_is_placed_first_so_every_split_reaches_its_share(seed) -> None:
+    """One group of 70 % of the items (node keys chain many questions together) and singletons:
+    placed largest first, the big group lands in train while every split still has room and the
+    singletons fill each split to its share, whatever the seed (placed in shuffled order, a big
+    group arriving late overfills train and starves test)."""
+    items = [(f"big{i}", ["hub-free chain"]) for i in range(700)] + [(f"q{i}", [f"ent{i}"]) for i in range(300)]
+    out = entity_grouped_splits(items, seed=seed)
+    assert Counter(out.values()) == {"train": 800, "validation": 100, "test": 100}
+    assert {out[f"big{i}"] for i in range(700)} == {"train"}
