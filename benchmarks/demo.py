@@ -1,11 +1,12 @@
 """The README demo's budget: ``graphdojo demo`` materializes every asset of the default domain in
-≤ 10 minutes on 2 cores, and a second run with nothing changed is a no-op in ≤ 30 s.
+≤ 20 minutes on 2 cores (the budget since the evaluation gained its baselines and
+external questions), and a second run with nothing changed is a no-op in ≤ 30 s.
 
 It runs the demo twice in a fresh data folder and Dagster home (or ``--data``), as the README's
 user would, and prints
 
 * the first run's wall time, per-asset times (from the Dagster run's step stats) and its ratio to
-  the 600 s budget;
+  the 1,200 s budget;
 * the second run's wall time, its ratio to the 30 s budget and to the first run (same machine,
   same run of this script), and proof that it was a no-op: every asset reused its artifact (the
   same fingerprints, no new catalog rows);
@@ -29,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXE = Path(sys.executable).parent / "graphdojo"
-FIRST_BUDGET_S, NOOP_BUDGET_S = 600.0, 30.0
+FIRST_BUDGET_S, NOOP_BUDGET_S = 1200.0, 30.0
 
 
 def _run(args: list[str], env: dict[str, str]) -> tuple[float, list[dict]]:

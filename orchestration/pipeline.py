@@ -316,16 +316,27 @@ def _artifact(instance: dg.DagsterInstance, store: Any, key: dg.AssetKey, run_id
     return Artifact.from_record(rec) if rec is not None else None
 
 
-def _by_type_lines(rows: list[dict]) -> list[str]:
-    """Correct answers per answer type and system, one line per system (the demo's summary)."""
-    by_system: dict[str, list[str]] = {}
+_TYPE_SHORT = {"boolean": "yes/no", "number": "num", "set": "set", "entity": "ent"}
+
+
+def _by_type(rows: list[dict]) -> dict[str, str]:
+    """``{system: "yes/no 12/19 num 0/13 …"}``: correct answers per answer type (the summary)."""
+    out: dict[str, list[str]] = {}
     for r in rows:
-        by_system.setdefault(r["system"], []).append(f"{r['answer_type']} {r['correct']}")
-    if not by_system:
-        return []
-    return ["  correct by answer type (test split):"] + [
-        f"    {name:<28} " + ", ".join(parts) for name, parts in by_system.items()
-    ]
+        out.setdefault(r["system"], []).append(f"{_TYPE_SHORT.get(r['answer_type'], r['answer_type'])} {r['correct']}")
+    return {k: " ".join(v) for k, v in out.items()}
+
+
+def _baseline_lines(paired: list[dict], baselines: tuple[str, ...] = ("answer prior",)) -> list[str]:
+    """One line per trained system: its EM non-bool difference with the answer prior and with
+    the best off-the-shelf row (the pairs :func:`~components.evaluation.run.baseline_pairs`
+    adds), from the summary's paired table."""
+    by_system: dict[str, list[str]] = {}
+    for r in paired:
+        a, b = r["difference"].split(" − ", 1)
+        if b in baselines or r.get("baseline"):
+            by_system.setdefault(a, []).append(f"− {b} {r.get('EM non-bool', '–')}")
+    return [f"    {a}: EM non-bool " + "; ".join(parts) for a, parts in by_system.items()]
 
 
 def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance, store: Any) -> list[str]:
@@ -362,16 +373,14 @@ def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance
             continue
         what = {"systems": " — test split", "external_systems": " — external questions"}.get(rows_key, "")
         lines.append(f"  {asset}{what} ({' / '.join(cols)}, 95 % CI):")
+        by_type = _by_type(art.summary.get("by_answer_type") or []) if rows_key == "systems" else {}
         for row in art.summary[rows_key]:
             label = row.get("system") or f"{row.get('train')} → {row.get('test')}"
             values = [str(row[c]) if not isinstance(row.get(c), float) else f"{row[c]:.3f}" for c in cols if c in row]
-            lines.append(f"    {label:<28} " + ("   ".join(values) or row.get("note", "")))
+            extra = f"   correct: {by_type[label]}" if label in by_type else ""
+            lines.append(f"    {label:<28} " + ("   ".join(values) or row.get("note", "")) + extra)
         if rows_key == "systems":
-            lines += _by_type_lines(art.summary.get("by_answer_type") or [])
-            lines += [
-                f"    {r['difference']}: EM non-bool {r.get('EM non-bool', '–')}"
-                for r in art.summary.get("paired") or []
-            ]
+            lines += _baseline_lines(art.summary.get("paired") or [])
         if rows_key != "systems" or "external_systems" not in art.summary:
             lines.append(f"  report: {art.file(art.summary['files']['html'])}")
     lines.append(f"  event log: {outcome.log_file}")

@@ -139,6 +139,8 @@ def paired_table(report: Mapping[str, Any], section: str = "test") -> list[dict[
         if pair.get("section", "test") != section:
             continue
         row = {"difference": f"{pair['a']} − {pair['b']}", "questions": str(pair["em"]["n"])}
+        if pair.get("baseline"):
+            row["baseline"] = "yes"
         for metric, label in _PAIRED:
             if metric in pair:
                 row[label] = signed_ci(pair[metric])

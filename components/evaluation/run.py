@@ -83,6 +83,9 @@ class SystemSpec:
     sections: tuple[str, ...] = SECTIONS
     #: a model a user could pick instead of training one (the best such row is the paired baseline)
     offshelf: bool = False
+    #: the training seed of this checkpoint: specs sharing a name with different seeds are one row
+    #: whose CIs resample seeds, then questions (components/evaluation/metrics.py)
+    train_seed: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -192,7 +195,9 @@ def evaluate_systems(
             recs = _run_system(spec, subset, db_location, own, {"api": api, "train_rows": train_rows})
             if ood_rows and not spec.mechanics:
                 ood_records += _run_system(spec, list(ood_rows), db_location, own, {"api": api})
-            wall[spec.name] = time.perf_counter() - t0
+            for r in recs:
+                r.train_seed = spec.train_seed
+            wall[spec.name] = wall.get(spec.name, 0.0) + time.perf_counter() - t0
             records += recs
             if progress is not None:
                 progress(spec.name, wall[spec.name])
@@ -212,6 +217,8 @@ def evaluate_systems(
             records += [replace(r, system=spec.name) for r in records if r.system == spec.same_as]
             ood_records += [replace(r, system=spec.name) for r in ood_records if r.system == spec.same_as]
     for spec in systems:  # in the given order
+        if spec.name in out_systems:  # another training seed of a row already summarised
+            continue
         if spec.same_as and not any(r.system == spec.name for r in records):
             spec = replace(spec, model_dir=None, note=f"reuses the answers of {spec.same_as}, which was not evaluated")
         if spec.model_dir is None:
@@ -228,6 +235,7 @@ def evaluate_systems(
             "model": spec.model_dir,
             "note": spec.note,
             "offshelf": spec.offshelf,
+            "train_seeds": sorted({s.train_seed for s in systems if s.name == spec.name}),
             **test,
             "sections": sections,
             "wall_s": wall[spec.name],
@@ -236,7 +244,8 @@ def evaluate_systems(
         if ood:
             out_systems[spec.name]["ood"] = {"summary": summarize(ood), "by_kind": breakdown(ood, "qtype")}
     by_system = {name: [r for r in records if r.system == name] for name in out_systems}
-    all_pairs = list(dict.fromkeys([*pairs, *baseline_pairs(systems, out_systems)]))
+    baselines = baseline_pairs(systems, out_systems)
+    all_pairs = list(dict.fromkeys([*pairs, *baselines]))
     paired = []
     for sec in SECTIONS:
         for a, b in all_pairs:
@@ -244,7 +253,13 @@ def evaluate_systems(
             rb = [r for r in by_system.get(b) or [] if r.section == sec]
             if ra and rb:
                 paired.append(
-                    {"a": a, "b": b, "section": sec, **{m: paired_difference(ra, rb, m) for m in PAIRED_METRICS}}
+                    {
+                        "a": a,
+                        "b": b,
+                        "section": sec,
+                        "baseline": (a, b) in baselines,
+                        **{m: paired_difference(ra, rb, m) for m in PAIRED_METRICS},
+                    }
                 )
     return {
         "systems": out_systems,

@@ -302,3 +302,26 @@ def test_grounded_answers_come_from_the_episodes_own_results(setup) -> None:
             assert not answer_in_results(env.trace.answer, "number", _obtained(env.trace))
         finally:
             env.close()
+
+
+def test_several_training_seeds_make_one_row_whose_interval_covers_them(setup, tmp_path: Path) -> None:
+    """Two tiny models trained from different seeds under one name: one row, records carry their
+    seed, the CI resamples seeds then questions, the paired difference reports each seed."""
+    from components.llm.models import tiny_random_model
+
+    db, model = setup
+    other = tiny_random_model(tmp_path / "tiny1", seed=1)
+    systems = [
+        SystemSpec("answer prior", "answer_prior", "no model"),
+        SystemSpec("sft-only", "python_cypher", str(model), train_seed=0),
+        SystemSpec("sft-only", "python_cypher", str(other), train_seed=1),
+    ]
+    config = EvalConfig(samples=2, max_turns=2, max_new_tokens=8, threads=1, judge=False)
+    report = evaluate_systems(systems, ROWS, str(db), config, judge_model_dir=None, train_rows=TRAIN)
+    assert list(report["systems"]) == ["answer prior", "sft-only"]
+    row = report["systems"]["sft-only"]
+    assert row["train_seeds"] == [0, 1] and row["summary"]["train_seeds"] == [0, 1]
+    assert row["summary"]["records"] == 2 * 2 * 2 and len(row["summary"]["em_per_seed"]) == 2
+    assert {r["train_seed"] for r in report["records"] if r["system"] == "sft-only"} == {0, 1}
+    pair = next(p for p in report["paired"] if (p["a"], p["b"]) == ("sft-only", "answer prior"))
+    assert set(pair["em"]["per_seed"]) == {"0", "1"}
