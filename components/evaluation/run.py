@@ -617,7 +617,7 @@ def evaluation_rows(config: EvalConfig, inputs: Mapping[str, Artifact]) -> tuple
 
 def external_rows(config: EvalConfig, db_location: str) -> tuple[list[dict[str, Any]], list[dict], dict[str, Any]]:
     """``(rows, skipped, outside)`` of ``eval.external``: the scorable questions (gold Cypher
-    resolved on the snapshot; the first ``external_questions`` when set), the skipped ones with
+    resolved on the snapshot; :func:`external_subset` of ``external_questions`` when set), the skipped ones with
     their reasons, and how many gold queries lie outside the template families
     (:func:`~components.evaluation.families.outside_report`). Nothing when unset."""
     if not config.external:
@@ -635,9 +635,29 @@ def external_rows(config: EvalConfig, db_location: str) -> tuple[list[dict[str, 
         backend.close()
     scorable = {r["id"] for r in gold.rows}
     outside = outside_report([r for r in file_rows if r["id"] in scorable], schema)
-    rows = gold.rows[: config.external_questions] if config.external_questions else gold.rows
+    rows = external_subset(gold.rows, config.external_questions)
     outside["evaluated"] = len(rows)
     return rows, gold.skipped, outside
+
+
+def external_subset(rows: Sequence[Mapping[str, Any]], n: int) -> list[Mapping[str, Any]]:
+    """A fixed subset of ``n`` external questions (all when ``n`` is 0): the ones whose ids'
+    BLAKE2b hashes sort first, kept in file order — spread over the whole file (a file grouped
+    by answer type still gives every type its share), the same on every run, and unchanged for
+    a question when others are added or edited.
+
+    >>> [r["id"] for r in external_subset([{"id": f"q{i}"} for i in range(6)], 3)]
+    ['q0', 'q3', 'q4']
+    """
+    if not n or n >= len(rows):
+        return list(rows)
+    import hashlib
+
+    def key(row: Mapping[str, Any]) -> str:
+        return hashlib.blake2b(str(row["id"]).encode(), digest_size=8).hexdigest()
+
+    chosen = {str(r["id"]) for r in sorted(rows, key=key)[:n]}
+    return [r for r in rows if str(r["id"]) in chosen]
 
 
 def ood_evaluation_rows(config: EvalConfig, db_location: str) -> list[dict[str, Any]]:
