@@ -121,6 +121,7 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
         evaluate_systems,
         external_rows,
         judge_dir,
+        offshelf_systems,
     )
     from components.evaluation.run import PAIRS as REPORT_PAIRS
     from components.llm.registry import model_folder
@@ -156,19 +157,11 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
         SystemSpec(
             "base few-shot", "python_cypher", base, "worked examples in the prompt", "", few_shot, offshelf=True
         ),
-        *[
-            SystemSpec(
-                f"{name} few-shot",
-                "python_cypher",
-                str(model_folder(name, data)),
-                "off the shelf (Q4_K_M, dequantized), the same worked examples, tools and turns",
-                "",
-                few_shot,
-                sections=tuple(cfg.evaluate.offshelf_sections),
-                offshelf=True,
-            )
-            for name in cfg.evaluate.offshelf
-        ],
+        *offshelf_systems(
+            [(name, str(model_folder(name, data))) for name in cfg.evaluate.offshelf],
+            few_shot,
+            cfg.evaluate.offshelf_sections,
+        ),
     ]
     for name, (asset, method) in trained.items():
         a = art(asset)

@@ -16,6 +16,7 @@ from typing import Any
 from components.evaluation.metrics import OUTCOMES
 
 __all__ = [
+    "breakdown_rows",
     "fmt_num",
     "grit_tables",
     "html_page",
@@ -151,7 +152,7 @@ def paired_table(report: Mapping[str, Any], section: str = "test") -> list[dict[
     return rows
 
 
-def _breakdown_rows(report: Mapping[str, Any], field: str, section: str = "test") -> list[dict[str, str]]:
+def breakdown_rows(report: Mapping[str, Any], field: str, section: str = "test") -> list[dict[str, str]]:
     rows = []
     for name, s in report["systems"].items():
         sec = _section(s, section) if s["available"] else None
@@ -195,7 +196,7 @@ def section_tables(report: Mapping[str, Any]) -> list[tuple[str, list[dict[str, 
         for name, field in _BREAKDOWN_TABLES:
             if section == "external" and field == "by_family":
                 continue  # every external question is one family ("external")
-            out.append((f"{title}: {name.lower()}", _breakdown_rows(report, field, section)))
+            out.append((f"{title}: {name.lower()}", breakdown_rows(report, field, section)))
     return out
 
 

@@ -387,19 +387,7 @@ def eval_systems(
     systems = _all_systems(inputs, base_model, few_shot)
     if few_shot:
         systems = [replace(s, offshelf=True) if s.name == "base few-shot" else s for s in systems]
-    extra = [
-        SystemSpec(
-            f"{name} few-shot",
-            "python_cypher",
-            folder,
-            "off the shelf (Q4_K_M weights, dequantized), worked examples in the prompt, the same tools and turns",
-            "",
-            few_shot,
-            sections=tuple(offshelf_sections),
-            offshelf=True,
-        )
-        for name, folder in (offshelf if few_shot else ())
-    ]
+    extra = offshelf_systems(offshelf, few_shot, offshelf_sections) if few_shot else []
     lead = (
         [
             SystemSpec(
@@ -440,6 +428,26 @@ def eval_systems(
     return [
         s if s.name in only else replace(s, model_dir=None, note="not evaluated in this domain's config (eval.systems)")
         for s in systems
+    ]
+
+
+def offshelf_systems(
+    models: Sequence[tuple[str, str]], few_shot: str | None, sections: Sequence[str] = SECTIONS
+) -> list[SystemSpec]:
+    """One ``"<name> few-shot"`` row per ``(name, model folder)``: an off-the-shelf model with
+    the worked examples ``few_shot``, the same tools and turns as the trained rows."""
+    return [
+        SystemSpec(
+            f"{name} few-shot",
+            "python_cypher",
+            folder,
+            "off the shelf (Q4_K_M weights, dequantized), worked examples in the prompt, the same tools and turns",
+            "",
+            few_shot,
+            sections=tuple(sections),
+            offshelf=True,
+        )
+        for name, folder in models
     ]
 
 
@@ -557,7 +565,7 @@ def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str 
 def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir: Path) -> dict[str, Any]:
     """An evaluation artifact's summary: its files (relative to the artifact's folder), the
     side-by-side table, the question count, seeds and judge."""
-    from components.evaluation.report import _breakdown_rows, main_table, ood_table, paired_table, relative_files
+    from components.evaluation.report import breakdown_rows, main_table, ood_table, paired_table, relative_files
 
     ood = report.get("ood") or {}
     ext = report.get("external") or {}
@@ -565,7 +573,7 @@ def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir:
         {
             "external_systems": main_table(report, "external"),
             "external_paired": paired_table(report, "external"),
-            "external_by_answer_type": _breakdown_rows(report, "by_answer_type", "external"),
+            "external_by_answer_type": breakdown_rows(report, "by_answer_type", "external"),
             "external_questions": ext.get("evaluated"),
             "external_outside": {k: ext.get(k) for k in ("questions", "outside", "share", "reasons")},
         }
@@ -578,7 +586,7 @@ def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir:
         "files": relative_files(files, out_dir),
         "systems": main_table(report),
         "paired": paired_table(report),
-        "by_answer_type": _breakdown_rows(report, "by_answer_type"),
+        "by_answer_type": breakdown_rows(report, "by_answer_type"),
         "questions": len(report["order"]),
         "questions_source": report.get("questions_source"),
         "questions_skipped": len(report.get("questions_skipped") or []),
