@@ -160,6 +160,7 @@ READS = {
     "certified": "certified_dataset",
     "curriculum": "curriculum_splits",
     "checkpoint": "checkpoints",
+    "rft": "graphcert_rft",
     "graphcert": "graphcert_grpo",
     "stage1": "graphdancer_rl",
     "dancer_rl": "graphdancer_rl",

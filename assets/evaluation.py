@@ -35,6 +35,7 @@ EVAL_READS = (
     "curriculum",
     "certified",
     "checkpoint",
+    "rft",
     "graphcert",
     "dancer_rl",
     "dancer_dpo",

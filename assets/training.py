@@ -20,6 +20,7 @@ from components.training.ablations import ABLATIONS, Ablation, AblationPlan
 from components.training.checkpoint import CHECKPOINTS, CURVE_KEYS, VALIDATION_KEYS, TrainConfig
 from components.training.dancer_ablations import DANCER_ABLATION_LAYER, LABELS
 from components.training.preferences import PREFERENCE_PAIRS
+from components.training.rft import GRAPHCERT_RFT
 
 __all__ = [
     "ABLATIONS_ASSET",
@@ -28,6 +29,7 @@ __all__ = [
     "GRAIN",
     "GRAPHCERT",
     "GROUP",
+    "RFT",
     "ablations_asset",
     "dancer_ablations_asset",
     "checkpoint_metadata",
@@ -44,6 +46,7 @@ __all__ = [
 
 GROUP = "training"
 GRAPHCERT, DANCER_RL, DANCER_DPO, GRAIN = "graphcert_grpo", "graphdancer_rl", "graphdancer_dpo", "grain_checkpoint"
+RFT = "graphcert_rft"
 ABLATIONS_ASSET = "ablations"
 _asset = partial(layer_asset, group=GROUP)
 CURRICULUM = (
@@ -149,9 +152,11 @@ def checkpoint_metadata(art: Artifact, preset: str) -> dict[str, Any]:
     model card (nothing but ``trained: false`` and why for a stage that trained nothing)."""
     s = art.summary
     if s.get("trained") is False:
-        return {"trained": False, "reason": s["reason"], "pairs": 0}
+        return {"trained": False, "reason": s["reason"], **({"pairs": 0} if "pairs" in s else {})}
     losses, curves = s["losses"], s.get("curves") or []
-    out: dict[str, Any] = {"trained": True, "pairs": s["pairs"]} if "pairs" in s else {}
+    out: dict[str, Any] = {"trained": True} if s.get("trained") else {}
+    if "pairs" in s:
+        out["pairs"] = s["pairs"]
     out.update(
         preset=preset, base_model=s["base_model"], method=s.get("method", "sft-warm-start"), dropped=s["dropped"]
     )
@@ -170,6 +175,12 @@ def checkpoint_metadata(art: Artifact, preset: str) -> dict[str, Any]:
         out["validation_reward_last"] = float(validation[-1]["reward"])
     if s.get("selection"):
         out["question_selection"] = dg.MetadataValue.json(dict(s["selection"]))
+    teacher = s.get("teacher") or {}
+    if teacher:  # the warm start's teacher data: what it covers, where its loss falls
+        cov = teacher["coverage"]
+        out["teacher_families"] = counts_table(cov["families"] or {"none": 0}, "template family")
+        out["teacher_relationships"] = counts_table(cov["relationships"] or {"none": 0}, "relationship use")
+        out["decision_token_share"] = float(teacher["decision_tokens"]["share"])
     if art.file("curves.png").is_file():
         out["curves_png"] = dg.MetadataValue.path(str(art.file("curves.png")))
     return out
@@ -193,10 +204,16 @@ def checkpoints_asset(domain: str, train: TrainConfig) -> list:
 
 #: the RL stages: asset name → (layer, the inputs its builder reads, what the description calls it, method)
 RL_STAGES = {
+    RFT: (
+        GRAPHCERT_RFT,
+        ("checkpoint", "curriculum", "certified", "snapshot"),
+        "certified rejection-sampling fine-tuning from the warm start",
+        "graphcert-rft",
+    ),
     GRAPHCERT: (
         stages.GRAPHCERT_GRPO,
-        ("checkpoint", "curriculum", "certified", "snapshot"),
-        "GraphCert GRPO from the warm start",
+        ("checkpoint", "rft", "curriculum", "certified", "snapshot"),
+        "GraphCert GRPO from the warm start, or from rejection-sampling fine-tuning when that trained",
         "graphcert-grpo",
     ),
     DANCER_RL: (
@@ -210,11 +227,13 @@ RL_STAGES = {
 
 
 def rl_stage_assets(domain: str, train: TrainConfig) -> list:
-    """``<domain>/graphcert_grpo`` and ``<domain>/graphdancer_rl`` (both from the warm start) and
-    ``<domain>/graphdancer_dpo`` (from stage 1, on the preference pairs)."""
+    """``<domain>/graphcert_rft``, ``<domain>/graphcert_grpo`` and ``<domain>/graphdancer_rl`` (all
+    from the warm start) and ``<domain>/graphdancer_dpo`` (from stage 1, on the preference pairs)."""
     out = []
     for name, (layer, names, what, method) in RL_STAGES.items():
         text = f"{{domain}}: {what} — {stages.METHODS[method]}" + (UNTRAINED if name == DANCER_DPO else "")
+        if name == RFT:
+            text += " With rft_rounds 0 (the demo's default) nothing is trained: trained = false and why."
         out.append(_trained(layer, stage_key(domain, name), reads(domain, *names), train, text))
     return out
 

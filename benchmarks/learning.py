@@ -22,6 +22,14 @@ evaluation against the budgets (training ≤ 90 min, evaluation ≤ 45 min) and 
 folder and test questions (warm start, stage 1 as GRPO and PPO, DPO, NoPPO / NoDPO / NoCurriculum,
 the PPO-vs-GRPO step time): ``benchmarks/dancer.py`` run on ``--data``.
 
+``--seeds N`` trains the rows named by ``--seeded-rows`` (default: ``sft-only``) with training
+seeds 1 … N−1 as well (``GRAPHDOJO_TRAIN_SEED``: the same domain, its graph, candidates, certified
+data and curriculum reused; the seeds' checkpoint folders are listed in ``<data>/seeds.json``), then
+evaluates every row again into ``<data>/learning-report/``: a seeded row is one row over its seeds
+(its CI resamples seeds, then questions; paired differences state their sign per seed). Rows and
+seeds already answered are not answered again (the evaluation's record cache,
+``<data>/eval-cache/``), so a run stopped part-way resumes.
+
 ``--eval-available`` skips the pipeline and evaluates, with the same evaluation code, questions,
 seeds and judge as ``eval_reports``, the systems whose checkpoints the data folder already holds
 (e.g. after stopping a run that would not fit a time budget); the report goes to
@@ -46,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXE = Path(sys.executable).parent / "graphdojo"
 TRAIN_BUDGET_S, EVAL_BUDGET_S = 90 * 60.0, 45 * 60.0
-TRAINING = ("checkpoints", "graphcert_grpo", "graphdancer_rl", "preference_pairs", "graphdancer_dpo")
+TRAINING = ("checkpoints", "graphcert_rft", "graphcert_grpo", "graphdancer_rl", "preference_pairs", "graphdancer_dpo")
 SETUP = ("graph_snapshot", "qa_candidates", "certified_dataset", "curriculum_splits")
 
 
@@ -69,7 +77,7 @@ def curves(data: Path, domain: str) -> list[str]:
 
     catalog = Catalog(data / "catalog.duckdb")
     out = []
-    for asset in ("checkpoints", "graphcert_grpo", "graphdancer_rl", "preference_pairs", "graphdancer_dpo"):
+    for asset in TRAINING:
         rec = catalog.latest(asset, domain)
         if rec is None:
             out.append(f"- {asset}: not materialized")
@@ -90,7 +98,13 @@ def curves(data: Path, domain: str) -> list[str]:
         steps = log.get("curves") or []
         line = f"- {asset}: {len(losses)} steps, loss {losses[0]:.3f} → {losses[-1]:.3f}" if losses else f"- {asset}"
         sel = log.get("selection") or {}
-        if sel:
+        for rnd in sel.get("rounds") or []:  # rejection sampling: what each round kept
+            v = rnd.get("validation") or {}
+            line += (
+                f"; round {rnd['round']}: kept {rnd['kept']}/{rnd['sampled']} ({rnd['kept_questions']} questions)"
+                + (f", validation pass@k {v['pass_at_k']:.3f}" if v else "")
+            )
+        if "probed" in sel:
             line += (
                 f"; probe: {sel['probed']} questions × {sel['samples']}: never {sel['never']}, sometimes "
                 f"{sel['sometimes']}, always {sel['always']} → trained on {sel['selected']} "
@@ -109,9 +123,61 @@ def curves(data: Path, domain: str) -> list[str]:
     return out
 
 
-def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], Path, float]:
+#: a trained row → the training assets its checkpoint needs (materialized per extra seed)
+ROW_ASSETS = {
+    "sft-only": ("checkpoints",),
+    "graphcert-rft": ("checkpoints", "graphcert_rft"),
+    "graphcert-grpo": ("checkpoints", "graphcert_grpo"),
+    "graphdancer-rl": ("checkpoints", "graphdancer_rl"),
+}
+
+
+def train_seeds(data: Path, domain_file: Path, seeds: int, rows: list[str]) -> dict[int, dict[str, str]]:
+    """Seeds 1 … ``seeds``−1 of the training assets ``rows`` need (seed 0 is the main run's),
+    each a ``graphdojo materialize`` with ``GRAPHDOJO_TRAIN_SEED``; ``{seed: {asset: folder}}``
+    (seed 0 included), kept in ``<data>/seeds.json`` so a later run skips seeds already trained."""
+    from components.store import Catalog
+    from orchestration.domains import load_domain_file
+
+    domain = load_domain_file(domain_file).name
+    assets = sorted({a for r in rows for a in ROW_ASSETS[r]})
+    record = data / "seeds.json"
+    known = {int(k): v for k, v in json.loads(record.read_text()).items()} if record.is_file() else {}
+
+    def latest() -> dict[str, str]:
+        catalog = Catalog(data / "catalog.duckdb")
+        out = {}
+        for a in assets:
+            rec = catalog.latest(a, domain)
+            if rec is not None and rec.path is not None:
+                out[a] = rec.path
+        return out
+
+    if 0 not in known or set(known[0]) != set(assets):
+        known[0] = latest()  # the main run's (train.seed of the domain file)
+        record.write_text(json.dumps(known, indent=2))
+    env = {**os.environ, "GRAPHDOJO_DATA": str(data)}
+    env.pop("DAGSTER_HOME", None)
+    for seed in range(1, seeds):
+        if seed in known and set(known[seed]) == set(assets) and all(Path(p).is_dir() for p in known[seed].values()):
+            continue
+        print(f"training seed {seed}: {', '.join(assets)}", file=sys.stderr, flush=True)
+        cmd = [str(EXE), "materialize", "--domain-file", str(domain_file), "--json"]
+        cmd += [x for a in assets for x in ("--asset", a)]
+        subprocess.run(
+            cmd, env={**env, "GRAPHDOJO_TRAIN_SEED": str(seed)}, cwd=ROOT, check=True, stdout=subprocess.DEVNULL
+        )
+        known[seed] = latest()
+        record.write_text(json.dumps(known, indent=2))
+    return {s: known[s] for s in range(seeds)}
+
+
+def evaluate_available(
+    data: Path, domain_file: Path, seeds: dict[int, dict[str, str]] | None = None
+) -> tuple[dict[str, Any], Path, float]:
     """The evaluation of the systems trained so far (see the module docstring): ``(report, its
-    folder, seconds)``."""
+    folder, seconds)``. ``seeds`` (:func:`train_seeds`): the seeded rows' checkpoints per training
+    seed, each evaluated as the same row with its ``train_seed``."""
     from components.evaluation.questions import split_questions
     from components.evaluation.report import write_report
     from components.evaluation.run import (
@@ -143,16 +209,18 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
         raise SystemExit("the data folder has no certified data / curriculum / snapshot yet")
     base = str(base_model_dir(cfg.train, data))
     few_shot = _worked_examples(inputs, cfg.evaluate)
-    sft = art("checkpoints")
+    sft = art("checkpoints")  # the latest: after other seeds were trained, seed 0's is in seeds
+    sft_path = (seeds or {}).get(0, {}).get("checkpoints") or (str(sft.path) if sft else None)
     trained = {
         "sft-only": ("checkpoints", "SFT warm start"),
+        "graphcert-rft": ("graphcert_rft", "certified rejection-sampling fine-tuning"),
         "graphcert-grpo": ("graphcert_grpo", "GraphCert GRPO"),
         "graphdancer-rl": ("graphdancer_rl", "GraphDancer stage 1 (GRPO)"),
         "graphdancer-rl→dpo": ("graphdancer_dpo", "GraphDancer RL → DPO"),
     }
     systems = [
         SystemSpec("answer prior", "answer_prior", NO_MODEL, "no model: the most common training answer"),
-        SystemSpec("closed book", "closed_book", str(sft.path) if sft else None, "the SFT Solver without tools"),
+        SystemSpec("closed book", "closed_book", sft_path, "the SFT Solver without tools"),
         SystemSpec("base (before training)", "python_cypher", base, "no training"),
         SystemSpec(
             "base few-shot", "python_cypher", base, "worked examples in the prompt", "", few_shot, offshelf=True
@@ -164,6 +232,10 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
         ),
     ]
     for name, (asset, method) in trained.items():
+        by_seed = {s: paths[asset] for s, paths in (seeds or {}).items() if asset in paths}
+        if by_seed and name in ROW_ASSETS and ROW_ASSETS[name][-1] == asset:
+            systems += [SystemSpec(name, "python_cypher", p, method, train_seed=s) for s, p in sorted(by_seed.items())]
+            continue
         a = art(asset)
         systems.append(
             SystemSpec(name, "python_cypher", str(a.path), method)
@@ -184,6 +256,7 @@ def evaluate_available(data: Path, domain_file: Path) -> tuple[dict[str, Any], P
         pairs=REPORT_PAIRS,
         external_rows=external,
         train_rows=train_rows,
+        record_cache=data / "eval-cache" / cfg.name,  # the eval_reports asset's: its rows are not answered again
     )
     out = data / "learning-report"
     write_report(report, out, f"graphdojo learning benchmark — {cfg.name} (systems trained so far, 1 seed)")
@@ -196,6 +269,10 @@ def main() -> None:
     p.add_argument("--domain-file", default=str(ROOT / "benchmarks" / "learning.yaml"))
     p.add_argument("--eval-available", action="store_true", help="evaluate the systems trained so far, no pipeline")
     p.add_argument("--dancer", action="store_true", help="then GraphDancer's Graph-CoT rows (benchmarks/dancer.py)")
+    p.add_argument("--seeds", type=int, default=1, help="training seeds of the --seeded-rows (default 1)")
+    p.add_argument(
+        "--seeded-rows", nargs="+", default=["sft-only"], choices=sorted(ROW_ASSETS), help="rows trained per seed"
+    )
     args = p.parse_args()
     data = Path(args.data).resolve()
     if args.eval_available:
@@ -270,6 +347,12 @@ def main() -> None:
         "report": str(Path(rec.path) / "report.html"),
     }
     print(json.dumps(summary))
+    if args.seeds > 1:
+        seeds = train_seeds(data, Path(args.domain_file), args.seeds, args.seeded_rows)
+        report, out, secs = evaluate_available(data, Path(args.domain_file), seeds)
+        print(f"\n## Learning table, {args.seeds} training seeds of {', '.join(args.seeded_rows)}\n")
+        print("\n".join(table(report)))
+        print(f"\nevaluation {secs:.0f} s (rows already answered reused); report {out}")
     if args.dancer:
         print(flush=True)
         dancer = [sys.executable, str(ROOT / "benchmarks" / "dancer.py"), "--data", str(data)]

@@ -32,6 +32,7 @@ from components.training.ablations import ABLATIONS
 from components.training.checkpoint import CHECKPOINTS
 from components.training.dancer_ablations import DANCER_ABLATION_LAYER
 from components.training.preferences import PREFERENCE_PAIRS
+from components.training.rft import GRAPHCERT_RFT
 
 __all__ = ["STAGES", "dvc_yaml", "main"]
 
@@ -45,6 +46,7 @@ LAYERS: dict[str, Layer] = {
     "certified_dataset": CERTIFIED_DATASET,
     "curriculum_splits": CURRICULUM_SPLITS,
     "checkpoints": CHECKPOINTS,
+    "graphcert_rft": GRAPHCERT_RFT,
     "graphcert_grpo": stages.GRAPHCERT_GRPO,
     "graphdancer_rl": stages.GRAPHDANCER_RL,
     "preference_pairs": PREFERENCE_PAIRS,
@@ -60,6 +62,7 @@ LAYERS: dict[str, Layer] = {
 #: model folders: hashed in dvc.lock, not copied into DVC's cache
 UNCACHED = {
     "checkpoints",
+    "graphcert_rft",
     "graphcert_grpo",
     "graphdancer_rl",
     "graphdancer_dpo",
@@ -85,6 +88,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("certification", ["certified_dataset"], ["certify"], extra_deps=["orchestration/domains/eval/${item}.jsonl"]),
     Stage("curriculum", ["curriculum_splits"], []),
     Stage("warm_start", ["checkpoints"], ["train"]),
+    Stage("rft", ["graphcert_rft"], ["train"]),
     Stage("graphcert", ["graphcert_grpo"], ["train"]),
     Stage("graphdancer", ["graphdancer_rl", "preference_pairs", "graphdancer_dpo"], ["train"]),
     Stage("ablations", ["ablations"], ["train", "ablations"]),

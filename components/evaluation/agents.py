@@ -338,6 +338,7 @@ def answer_prior(train_rows: Sequence[Mapping[str, Any]]) -> Callable[[Mapping[s
 
     by_family: dict[tuple[str, str], Counter[str]] = {}
     by_type: dict[str, Counter[str]] = {}
+
     def kind_of(r: Mapping[str, Any]) -> str:
         return str(r.get("answer_type") or infer_answer_type(r.get("answer")))
 

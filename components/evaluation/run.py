@@ -138,6 +138,7 @@ def evaluate_systems(
     ood_rows: Sequence[Mapping[str, Any]] = (),
     external_rows: Sequence[Mapping[str, Any]] = (),
     train_rows: Sequence[Mapping[str, Any]] = (),
+    record_cache: str | Path | None = None,
 ) -> dict[str, Any]:
     """The report dict (see the module docstring): ``systems`` (summary + breakdowns per system,
     or ``available: False`` with the note), ``records`` (every per-question record), the fixed
@@ -155,7 +156,13 @@ def evaluate_systems(
     differenced per section on EM, EM on non-boolean questions, grounded EM and F1, beside the
     pairs each trained system makes with the answer prior and the best off-the-shelf row
     (:func:`baseline_pairs`). ``train_rows`` (the training split: answer, answer type, family)
-    feed the answer prior."""
+    feed the answer prior.
+
+    ``record_cache`` (a folder): each system's records are stored there under a key of
+    everything that decides them (:func:`records_key`: the system, its model's identity, the
+    questions, the decoding config, the graph, the evaluation code's digest) and reused when the
+    key matches — so an interrupted evaluation resumes, and a report that adds a row or a
+    training seed does not answer the other rows' questions again."""
     from components.graph import open_backend
     from components.llm.transformers_backend import TransformersBackend
     from components.tools.graph_cot import GraphCoT
@@ -178,6 +185,7 @@ def evaluate_systems(
     ood_records: list[EvalRecord] = []
     out_systems: dict[str, Any] = {}
     wall: dict[str, float] = {}
+    cached: set[str] = set()  # systems whose records came from record_cache
     try:
         for spec in systems:
             if spec.model_dir is None:
@@ -192,9 +200,20 @@ def evaluate_systems(
             )
             if spec.max_turns:
                 own = replace(own, max_turns=spec.max_turns)
-            recs = _run_system(spec, subset, db_location, own, {"api": api, "train_rows": train_rows})
-            if ood_rows and not spec.mechanics:
-                ood_records += _run_system(spec, list(ood_rows), db_location, own, {"api": api})
+            key = records_key(spec, subset, own, db_location, [] if spec.mechanics else ood_rows, train_rows)
+            stored = _cached_records(record_cache, key)
+            if stored is None:
+                recs = _run_system(spec, subset, db_location, own, {"api": api, "train_rows": train_rows})
+                ood = (
+                    _run_system(spec, list(ood_rows), db_location, own, {"api": api})
+                    if ood_rows and not spec.mechanics
+                    else []
+                )
+                _store_records(record_cache, key, recs, ood)
+            else:
+                recs, ood = stored
+                cached.add(spec.name)
+            ood_records += ood
             for r in recs:
                 r.train_seed = spec.train_seed
             wall[spec.name] = wall.get(spec.name, 0.0) + time.perf_counter() - t0
@@ -239,6 +258,7 @@ def evaluate_systems(
             **test,
             "sections": sections,
             "wall_s": wall[spec.name],
+            "cached": spec.name in cached,
         }
         ood = [r for r in ood_records if r.system == spec.name]
         if ood:
@@ -283,6 +303,74 @@ def evaluate_systems(
 PAIRED_METRICS: Final = ("em", "em_nonbool", "grounded", "f1")
 
 
+def records_key(
+    spec: SystemSpec,
+    rows: Sequence[Mapping[str, Any]],
+    config: EvalConfig,
+    db_location: str,
+    ood_rows: Sequence[Mapping[str, Any]] = (),
+    train_rows: Sequence[Mapping[str, Any]] = (),
+) -> str:
+    """The key of one system's records (:func:`evaluate_systems`' ``record_cache``): the system
+    (name, kind, prompt, sections, turns, training seed), its model's identity (a folder: its
+    config digest and weight files' sizes and times), every question it answers, the decoding
+    config, the graph, the training answers (the answer prior), the scoring version and the
+    digest of the evaluation code."""
+    import hashlib
+    import json
+
+    from components.llm.registry import model_identity
+
+    def question(r: Mapping[str, Any]) -> list[Any]:
+        return [r.get(k) for k in ("id", "question", "answer", "answer_type", "section", "family", "level", "qtype")]
+
+    model = None if spec.model_dir in (None, NO_MODEL) else model_identity(spec.model_dir)
+    payload = {
+        "system": [spec.name, spec.kind, spec.system_prompt, list(spec.sections), spec.max_turns, spec.mechanics],
+        "train_seed": spec.train_seed,
+        "model": model,
+        "rows": [question(r) for r in rows],
+        "ood": [question(r) for r in ood_rows],
+        "train": [[r.get("answer"), r.get("answer_type"), r.get("family")] for r in train_rows]
+        if spec.kind == "answer_prior"
+        else [],
+        "config": asdict(config),
+        "graph": str(db_location),
+        "scoring": SCORING_VERSION,
+        "code": EVAL_REPORTS.code_version,
+    }
+    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+
+
+def _cached_records(folder: str | Path | None, key: str) -> tuple[list[EvalRecord], list[EvalRecord]] | None:
+    import json
+
+    from components.evaluation.metrics import records_from
+
+    path = None if folder is None else Path(folder) / f"{key}.json"
+    if path is None or not path.is_file():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+        return records_from(raw["records"]), records_from(raw["ood"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # a broken cache file is recomputed, never trusted
+
+
+def _store_records(folder: str | Path | None, key: str, recs: Sequence[EvalRecord], ood: Sequence[EvalRecord]) -> None:
+    import json
+    import os
+
+    if folder is None:
+        return
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    tmp = target / f".{key}.{os.getpid()}.tmp"
+    payload = {"records": [r.to_dict() for r in recs], "ood": [r.to_dict() for r in ood]}
+    tmp.write_text(json.dumps(payload, default=str))
+    tmp.replace(target / f"{key}.json")
+
+
 def _section_summary(recs: Sequence[EvalRecord]) -> dict[str, Any]:
     if not recs:
         return {}
@@ -291,7 +379,14 @@ def _section_summary(recs: Sequence[EvalRecord]) -> dict[str, Any]:
 
 #: the rows that are trained Solvers (each is compared with the answer prior and the best
 #: off-the-shelf row)
-TRAINED: Final = ("sft-only", "graphcert-grpo", "graphdancer-rl", "graphdancer-rl→dpo", "graphdancer warm start")
+TRAINED: Final = (
+    "sft-only",
+    "graphcert-rft",
+    "graphcert-grpo",
+    "graphdancer-rl",
+    "graphdancer-rl→dpo",
+    "graphdancer warm start",
+)
 
 
 def baseline_pairs(systems: Sequence[SystemSpec], out: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -351,6 +446,8 @@ PAIRS: Final = (
     ("sft-only", "base few-shot"),
     ("sft-only", "base (before training)"),
     ("graphcert-grpo", "sft-only"),
+    ("graphcert-rft", "sft-only"),
+    ("graphcert-grpo", "graphcert-rft"),  # GRPO continues RFT when RFT trained
     ("graphdancer-rl→dpo", "graphdancer-rl"),
     # GraphDancer in its own environment (train.dancer_env: graph_cot): each stage against the one before
     ("graphdancer warm start", "graph-cot zero-shot"),
@@ -528,7 +625,7 @@ def _dancer_ablation_systems(
 
 
 def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str | None) -> list[SystemSpec]:
-    dpo, pairs, ablations = inputs["dancer_dpo"], inputs["pairs"], inputs["ablations"]
+    dpo, pairs, ablations, rft = inputs["dancer_dpo"], inputs["pairs"], inputs["ablations"], inputs["rft"]
     dpo_current = dpo.path is not None and pairs.fingerprint in dpo.parents
     fewshot = (
         [SystemSpec("base few-shot", "python_cypher", base_model, "worked examples in the prompt", "", few_shot)]
@@ -541,6 +638,13 @@ def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str 
         SystemSpec("graph-cot zero-shot", "graph_cot", base_model, "Graph-CoT prompting, no examples"),
         SystemSpec("graphrag", "graphrag", base_model, "2-hop neighbourhood of retrieved entities in one prompt"),
         SystemSpec("sft-only", "python_cypher", str(inputs["checkpoint"].path), "SFT warm start"),
+        SystemSpec(
+            "graphcert-rft",
+            "python_cypher",
+            None if rft.path is None else str(rft.path),
+            "certified rejection-sampling fine-tuning",
+            "" if rft.path is not None else f"not trained: {rft.summary.get('reason', 'no checkpoint')}",
+        ),
         SystemSpec("graphcert-grpo", "python_cypher", str(inputs["graphcert"].path), "GraphCert GRPO"),
         SystemSpec("graphdancer-rl", "python_cypher", str(inputs["dancer_rl"].path), "GraphDancer stage 1 (GRPO)"),
         SystemSpec(
@@ -722,6 +826,7 @@ def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: 
         ood_rows=ood_evaluation_rows(config, db),
         external_rows=external,
         train_rows=train_rows,
+        record_cache=ctx.data_root / "eval-cache" / ctx.domain,
     )
     report["questions_source"] = config.questions or "the test split"
     report["questions_skipped"] = skipped + [{**s, "section": "external"} for s in external_skipped]

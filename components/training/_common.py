@@ -92,11 +92,17 @@ def progress_callback(label: str, extra: Callable[[], Mapping[str, float]] | Non
 
 
 def train_and_save(
-    trainer: Any, tokenizer: Any, output_dir: str | Path, extra: Callable[[], Mapping[str, float]] | None = None
+    trainer: Any,
+    tokenizer: Any,
+    output_dir: str | Path,
+    extra: Callable[[], Mapping[str, float]] | None = None,
+    *,
+    merge: bool = False,
 ) -> list[dict[str, Any]]:
     """Train without printing log dicts to stdout (the CLI's stdout is JSON lines; one progress
     line per step goes to stderr, :func:`progress_callback`), save the model and tokenizer, and
-    return the log history."""
+    return the log history. ``merge``: the model is a ``peft`` model whose adapters are merged
+    into the saved weights, so the folder loads like any Hugging Face model."""
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)
@@ -104,6 +110,9 @@ def train_and_save(
     label = next((k for k in ("grpo", "dpo", "sft") if k in name), "train")
     trainer.add_callback(progress_callback(label, extra))
     trainer.train()
-    trainer.save_model(str(output_dir))
+    if merge:
+        trainer.model.merge_and_unload().save_pretrained(str(output_dir))
+    else:
+        trainer.save_model(str(output_dir))
     tokenizer.save_pretrained(str(output_dir))
     return [dict(h) for h in trainer.state.log_history]

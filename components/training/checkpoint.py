@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 #: budgets that may be 0 (off): the RL stages' question probe and validation curve
-OPTIONAL_BUDGETS: Final = ("rl_probe", "rl_val_questions")
+OPTIONAL_BUDGETS: Final = ("rl_probe", "rl_val_questions", "rft_rounds", "rft_val_questions")
 
 #: the stages a domain may run on the tiny model (``train.mechanics_only``)
 #: GraphDancer's ablations (TrainConfig.dancer_ablations)
@@ -67,7 +67,10 @@ MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dp
 # rl_val_questions of the validation split are played every rl_val_every steps for the
 # validation-reward curve — 0: none; dancer_steps for GraphDancer stage 1), DPO (dpo_*) and GRAIN
 # (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO, tokens per turn — a graph IR is
-# long, so its turns get their own budget); dpo_batch pairs per DPO step.
+# long, so its turns get their own budget); dpo_batch pairs per DPO step. Certified rejection-sampling
+# fine-tuning (rft_*, components/training/rft.py): rft_rounds rounds (0: the stage is off), each
+# sampling rft_samples trajectories of rft_questions training questions at rft_temperature, then
+# rft_steps SFT steps at rft_learning_rate; pass@k on rft_val_questions validation questions per round.
 PRESETS: Final = {
     "cpu-tiny": {
         "max_steps": 8,
@@ -99,6 +102,13 @@ PRESETS: Final = {
         "grain_sft_steps": 6,
         "grain_learning_rate": 1e-3,
         "grain_new_tokens": 32,
+        "rft_rounds": 2,
+        "rft_samples": 2,
+        "rft_questions": 4,
+        "rft_steps": 2,
+        "rft_learning_rate": 0.001,
+        "rft_temperature": 1.0,
+        "rft_val_questions": 2,
     },
     "cpu-demo": {
         "max_steps": 24,
@@ -130,6 +140,13 @@ PRESETS: Final = {
         "grain_sft_steps": 6,
         "grain_learning_rate": 5e-5,
         "grain_new_tokens": 256,
+        "rft_rounds": 0,  # off until the learning table shows RFT − SFT > 0 (docs/training.md)
+        "rft_samples": 4,
+        "rft_questions": 16,
+        "rft_steps": 16,
+        "rft_learning_rate": 0.0001,
+        "rft_temperature": 0.7,
+        "rft_val_questions": 0,
     },
     "cpu-learn": {  # ≈ 90 min of training on 2 cores (bf16); a GRPO step of 16 completions ≈ 2.3 min
         "max_steps": 64,
@@ -161,6 +178,13 @@ PRESETS: Final = {
         "grain_sft_steps": 6,
         "grain_learning_rate": 5e-5,
         "grain_new_tokens": 256,
+        "rft_rounds": 2,
+        "rft_samples": 4,
+        "rft_questions": 48,
+        "rft_steps": 48,
+        "rft_learning_rate": 0.0001,
+        "rft_temperature": 0.7,
+        "rft_val_questions": 32,
     },
     "gpu": {
         "max_steps": 200,
@@ -192,6 +216,13 @@ PRESETS: Final = {
         "grain_sft_steps": 200,
         "grain_learning_rate": 1e-5,
         "grain_new_tokens": 1024,
+        "rft_rounds": 3,
+        "rft_samples": 8,
+        "rft_questions": 1000,
+        "rft_steps": 200,
+        "rft_learning_rate": 1e-05,
+        "rft_temperature": 1.0,
+        "rft_val_questions": 200,
     },
 }
 
@@ -353,6 +384,9 @@ class CheckpointResult:
     validation: list[dict[str, Any]] = field(default_factory=list)
     #: the RL stages: how the training questions were chosen (the probe's counts)
     selection: dict[str, Any] = field(default_factory=dict)
+    #: the warm start: its teacher data — coverage per template family and relationship use
+    #: (:func:`~components.training.teacher.teacher_coverage`) and the decision-token share
+    teacher: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """What the catalog and Dagster record of a trained checkpoint."""
@@ -367,6 +401,7 @@ class CheckpointResult:
             "curves": self.curves,
             "validation": self.validation,
             "selection": self.selection,
+            "teacher": self.teacher,
         }
 
 
@@ -428,6 +463,21 @@ def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, 
         + f"; {result.wall_s:.1f} s",
         *[f"- **Note:** {n}" for n in result.notes],
     ]
+    if result.teacher:
+        cov, share = result.teacher.get("coverage") or {}, result.teacher.get("decision_tokens") or {}
+        lines += [
+            "",
+            "## Teacher data",
+            "",
+            f"{cov.get('trajectories')} trajectories; per template family: "
+            + ", ".join(f"{k} {v}" for k, v in (cov.get("families") or {}).items()),
+            "",
+            "Relationship uses (type and direction): "
+            + ", ".join(f"{k} {v}" for k, v in (cov.get("relationships") or {}).items()),
+            "",
+            f"Decision tokens (schema names, arrows, entity literals, the answer): {share.get('share', 0):.1%} of "
+            f"the {share.get('model_tokens')} trained tokens.",
+        ]
     if result.selection:
         sel = result.selection
         lines += [
@@ -533,14 +583,20 @@ def train_checkpoint(
     from transformers import AutoTokenizer
 
     from components.tools.episodes import python_cypher_envs
-    from components.training.teacher import certified_teacher_records
+    from components.training.teacher import certified_teacher_records, decision_token_share, teacher_coverage
 
     t0 = time.perf_counter()
     resolved = config.resolved()
     base = base_model_dir(config, cache_root)
     tokenizer = AutoTokenizer.from_pretrained(base)
+    used = list(rows)[: resolved["max_examples"]]
     with python_cypher_envs(db_location, max_rounds=2) as make_env:
-        records, dropped = certified_teacher_records(list(rows)[: resolved["max_examples"]], make_env, tokenizer)
+        records, dropped = certified_teacher_records(used, make_env, tokenizer)
+    kept = {r.row.get("id") for r in records}
+    teacher = {
+        "coverage": teacher_coverage([r for r in used if r.get("id") in kept]),
+        "decision_tokens": decision_token_share(records, tokenizer),
+    }
     return sft_checkpoint(
         base,
         records,
@@ -552,6 +608,7 @@ def train_checkpoint(
         method_text=WARM_START_TEXT,
         data_fingerprint=data_fingerprint,
         domain=domain,
+        teacher=teacher,
     )
 
 
@@ -567,6 +624,7 @@ def sft_checkpoint(
     method_text: str,
     data_fingerprint: str,
     domain: str,
+    teacher: Mapping[str, Any] | None = None,
 ) -> CheckpointResult:
     """SFT from ``base`` on teacher ``records`` (:func:`~components.training.teacher.teacher_records`)
     with the preset's warm-start budget; writes the checkpoint's files. Raises ``ValueError``
@@ -601,6 +659,7 @@ def sft_checkpoint(
         {**resolved, "method": method},
         method=method,
         curves=[{"step": i + 1, "loss": v} for i, v in enumerate(sft.losses)],
+        teacher=dict(teacher or {}),
     )
     write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=method_text)
     return result

@@ -49,6 +49,7 @@ from components.training.checkpoint import (
     stage_start,
     write_checkpoint_files,
 )
+from components.training.rft import RFT_TEXT
 
 __all__ = [
     "DANCER_WARM_START",
@@ -77,6 +78,7 @@ __all__ = [
 DANCER_WARM_START: Final = "warm_start"
 
 METHODS: Final = {
+    "graphcert-rft": RFT_TEXT,
     "graphcert-grpo": "GraphCert: multi-turn GRPO (TRL 1.16 `GRPOTrainer`, `rollout_func`) in the Python + Cypher "
     "sandbox with the graphcert reward R = a + 0.1·(1 − a)·e; environment tokens masked.",
     "graphdancer-rl": "GraphDancer stage 1 with the graphdancer reward over prompts drawn by the easy-to-hard "
@@ -719,13 +721,16 @@ def _trained(
 def build_graphcert_grpo(
     inputs: Mapping[str, Artifact], config: TrainConfig, out_dir: Path, ctx: BuildContext
 ) -> Artifact:
-    """``graphcert_grpo``: :func:`graphcert_grpo` from the ``checkpoint`` input on the certified
-    rows of the ``curriculum`` input's training split."""
+    """``graphcert_grpo``: :func:`graphcert_grpo` on the certified rows of the ``curriculum``
+    input's training split, from the ``rft`` input when rejection-sampling fine-tuning trained a
+    checkpoint (``rft_rounds`` > 0), else from the ``checkpoint`` input (the warm start)."""
     curriculum = inputs["curriculum"]
+    rft = inputs.get("rft")
+    start = rft if rft is not None and rft.path is not None else inputs["checkpoint"]
     rows = certified_train_rows(inputs["certified"], curriculum)  # anchored by the stage, as it uses them
     held_out = certified_train_rows(inputs["certified"], curriculum, split="validation")
     result = graphcert_grpo(
-        str(inputs["checkpoint"].path),
+        str(start.path),
         rows,
         str(inputs["snapshot"].path),
         config,

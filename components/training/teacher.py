@@ -19,6 +19,8 @@ start in its own environment, and :func:`grain_teacher_steps` GRAIN's graph-IR s
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +31,11 @@ from components.tools.env import ToolEnvironment
 __all__ = [
     "TeacherBackend",
     "certified_teacher_records",
+    "decision_spans",
+    "decision_token_share",
+    "printed_answer",
+    "relationship_uses",
+    "teacher_coverage",
     "grain_teacher_steps",
     "graph_cot_teacher_steps",
     "teacher_records",
@@ -121,6 +128,15 @@ def teacher_records(
     return records, dropped
 
 
+def printed_answer(record: RolloutRecord) -> str | None:
+    """What the episode's last executed program printed (its observation's answer), or ``None``."""
+    for rnd in reversed(record.trace.get("rounds") or []):
+        call = rnd.get("call") or {}
+        if rnd.get("executed") and "stdout" in call:
+            return str(call.get("stdout") or "").strip()
+    return None
+
+
 def certified_teacher_records(
     rows: Sequence[Mapping[str, Any]],
     make_env: Callable[[], ToolEnvironment],
@@ -128,8 +144,120 @@ def certified_teacher_records(
     *,
     system_prompt: str | None = None,
 ) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
-    """Teacher trajectories of certified rows in the Python + Cypher environment (module docstring)."""
-    return teacher_records(rows, teacher_steps, make_env, tokenizer, stops=CODE_STOPS, system_prompt=system_prompt)
+    """Teacher trajectories of certified rows in the Python + Cypher environment (module
+    docstring). A teacher answers only what its program printed: a trajectory whose answer is not
+    the printed value (typed comparison) is dropped with that reason."""
+    from components.quizzer.answers import AnswerParseError, parse_printed
+    from components.quizzer.candidate import format_answer
+    from components.rubric.metrics import answers_equal
+
+    records, dropped = teacher_records(
+        rows, teacher_steps, make_env, tokenizer, stops=CODE_STOPS, system_prompt=system_prompt
+    )
+    kept = []
+    for rec in records:
+        printed = printed_answer(rec)
+        kind = str(rec.row.get("answer_type"))
+        try:
+            value = format_answer(parse_printed((printed or "").splitlines()[-1] if printed else None, kind))
+        except (AnswerParseError, ValueError, TypeError):
+            value = None
+        if value is not None and answers_equal(rec.row["answer"], value, kind):
+            kept.append(rec)
+        else:
+            reason = "the teacher's answer is not the value its program printed"
+            dropped.append({"id": rec.row.get("id"), "reason": reason, "trace": f"printed {printed!r}"[:2000]})
+    return kept, dropped
+
+
+_REL = re.compile(r"(<)?-\[[^\]]*?:\s*`?([A-Za-z_][A-Za-z0-9_]*)`?[^\]]*\]-(>)?")
+
+
+def relationship_uses(program: str) -> list[str]:
+    """The relationship patterns a program's Cypher uses, as ``TYPE>`` (left to right), ``<TYPE``
+    or ``TYPE`` (either direction).
+
+    >>> relationship_uses("MATCH (a)-[:`WROTE`]->(p)<-[r:CITES]-(q), (p)-[:IN]-(v)")
+    ['WROTE>', '<CITES', 'IN']
+    """
+    out = []
+    for back, rel, fwd in _REL.findall(program):
+        out.append(f"<{rel}" if back and not fwd else f"{rel}>" if fwd and not back else rel)
+    return out
+
+
+#: what a program decides (the rest is boilerplate the model copies): backticked schema names
+#: (labels, relationship types, properties), relationship arrows, string literals (the entity)
+#: and the answer between its tags
+_DECISION = re.compile(r"`[^`\n]+`|<-|->|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|(?<=<answer>).+?(?=</answer>)")
+
+
+def decision_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of ``text`` that carry a decision (:data:`_DECISION`).
+
+    >>> t = "cypher('MATCH (s:`Author`)-[:`WROTE`]->(p)', start='Ann')"
+    >>> [t[a:b] for a, b in decision_spans(t)]
+    ["'MATCH (s:`Author`)-[:`WROTE`]->(p)'", "'Ann'"]
+    """
+    return [m.span() for m in _DECISION.finditer(text)]
+
+
+def decision_token_share(records: Sequence[RolloutRecord], tokenizer: Any) -> dict[str, Any]:
+    """The share of the SFT loss's weight (its model tokens, each weighted equally by the mean
+    token loss) that falls on decision tokens: tokens overlapping a schema name, an arrow, an
+    entity literal or the answer (:data:`_DECISION`, matched inside the query strings too).
+    The model's steps are re-tokenised with offsets to locate the spans."""
+    model_tokens = decision = 0
+    for rec in records:
+        for keep, ids in rec.segments():
+            if not keep:
+                continue
+            text = tokenizer.decode(ids, skip_special_tokens=False)
+            spans = decision_spans(text)
+            inner = [span for a, b in spans for span in ((a, b),) if text[a] not in "'\""]
+            inner += [
+                (a + 1 + x, a + 1 + y)
+                for a, b in spans
+                if text[a] in "'\""
+                for x, y in decision_spans(text[a + 1 : b - 1])
+            ]
+            quoted_plain = [(a, b) for a, b in spans if text[a] in "'\"" and not decision_spans(text[a + 1 : b - 1])]
+            marked = inner + quoted_plain
+            enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+            for start, end in enc["offset_mapping"]:
+                model_tokens += 1
+                decision += any(start < b and a < end for a, b in marked)
+    return {
+        "model_tokens": model_tokens,
+        "decision_tokens": decision,
+        "share": decision / model_tokens if model_tokens else 0.0,
+    }
+
+
+def teacher_coverage(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How teacher data covers the schema: trajectories per template family
+    (:func:`~components.evaluation.families.family_label`), per relationship type and direction
+    (:func:`relationship_uses`), and per (family, relationship use); the smallest cell says how
+    often the rarest combination is taught."""
+    from components.evaluation.families import family_label
+
+    by_family: Counter = Counter()
+    by_rel: Counter = Counter()
+    cells: Counter = Counter()
+    for row in rows:
+        family = family_label(row)
+        by_family[family] += 1
+        for use in set(relationship_uses(str(row.get("final_program") or ""))):
+            by_rel[use] += 1
+            cells[f"{family} × {use}"] += 1
+    return {
+        "trajectories": len(rows),
+        "families": dict(by_family.most_common()),
+        "relationships": dict(by_rel.most_common()),
+        "cells": dict(cells.most_common()),
+        "rarest_family": min(by_family.values(), default=0),
+        "rarest_relationship": min(by_rel.values(), default=0),
+    }
 
 
 def worked_examples(rows: Sequence[Mapping[str, Any]], make_env: Callable[[], ToolEnvironment]) -> str:

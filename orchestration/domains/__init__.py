@@ -192,6 +192,11 @@ def load_domains(extra_dirs: str | None = None) -> dict[str, DomainConfig]:
             domains = {n: replace(c, train=replace(c.train, preset=preset)) for n, c in domains.items()}
         except ValueError as exc:
             raise DomainConfigError(f"GRAPHDOJO_PRESET={preset!r}: {exc}") from exc
+    seed = os.environ.get("GRAPHDOJO_TRAIN_SEED", "").strip()
+    if seed:  # another training seed of the same domains: upstream artifacts are shared
+        if not seed.isdigit():
+            raise DomainConfigError(f"GRAPHDOJO_TRAIN_SEED={seed!r}: a non-negative integer")
+        domains = {n: replace(c, train=replace(c.train, seed=int(seed))) for n, c in domains.items()}
     only = [n.strip() for n in os.environ.get("GRAPHDOJO_DOMAINS", "").split(",") if n.strip()]
     if only:
         unknown = sorted(set(only) - set(domains))

@@ -87,6 +87,21 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert len(log["losses"]) == 6
     AutoModelForCausalLM.from_pretrained(folder)  # a loadable Hugging Face folder
     assert "step   1" in meta["loss_curve"].value and meta["method"].value == "sft-warm-start"
+    # its teacher data: coverage per template family and relationship use, the decision-token share
+    families = {r.data["template family"]: r.data["count"] for r in meta["teacher_families"].value.records}
+    assert sum(families.values()) == meta["examples"].value and all(" × " in f for f in families)
+    assert meta["teacher_relationships"].value.records and 0.0 < meta["decision_token_share"].value < 1.0
+    assert "## Teacher data" in card
+
+    # certified rejection-sampling fine-tuning: cpu-tiny's two rounds, their counts and pass@k curve
+    rft = materialized["graphcert_rft"]
+    assert rft["method"].value == "graphcert-rft" and rft["trained"].value is True
+    rounds = rft["question_selection"].value["rounds"]
+    assert [r["round"] for r in rounds] == [1, 2] and all(r["sampled"] == 4 * 2 for r in rounds)
+    assert all(r["kept"] + sum(r["rejected"].values()) == r["sampled"] for r in rounds)
+    assert [r.data["step"] for r in rft["validation_curve"].value.records] == [0, 1, 2]
+    AutoModelForCausalLM.from_pretrained(Path(rft["path"].value))
+    assert not list((tmp_path / "work").rglob("round-*.json"))  # the resume folder goes once the stage lands
     pairs = materialized["preference_pairs"]
     # a random tiny model never answers: every pool is uniformly failed, so no pair is kept …
     assert pairs["questions"].value == 3 and pairs["trajectories"].value == 12 and pairs["pairs"].value == 0
@@ -137,6 +152,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
         "graph-cot zero-shot",
         "graphrag",
         "sft-only",
+        "graphcert-rft",
         "graphcert-grpo",
         "graphdancer-rl",
         "graphdancer-rl→dpo",
@@ -279,6 +295,7 @@ def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -
 
     inputs = {
         "checkpoint": art("checkpoints"),
+        "rft": art("graphcert_rft"),
         "graphcert": art("graphcert_grpo"),
         "dancer_rl": art("graphdancer_rl"),
         "pairs": art("preference_pairs"),

@@ -27,6 +27,7 @@ def test_asset_graph_snapshot() -> None:
                 "eval_reports",
                 "graph_snapshot",
                 "graphcert_grpo",
+                "graphcert_rft",
                 "graphdancer_dpo",
                 "graphdancer_rl",
                 "preference_pairs",
@@ -82,7 +83,8 @@ def test_asset_graph_snapshot() -> None:
         "curriculum_splits": {"certified_dataset", "graph_snapshot"},
         "checkpoints": {"curriculum_splits", "certified_dataset", "graph_snapshot"},
         # the RL stages continue the warm start; pairs come from GraphDancer's stage 1, DPO from the pairs
-        "graphcert_grpo": {"checkpoints", "curriculum_splits", "certified_dataset", "graph_snapshot"},
+        "graphcert_grpo": {"checkpoints", "graphcert_rft", "curriculum_splits", "certified_dataset", "graph_snapshot"},
+        "graphcert_rft": {"checkpoints", "curriculum_splits", "certified_dataset", "graph_snapshot"},
         "graphdancer_rl": {"checkpoints", "curriculum_splits", "graph_snapshot"},
         "preference_pairs": {"graphdancer_rl", "curriculum_splits", "graph_snapshot"},
         "graphdancer_dpo": {"graphdancer_rl", "preference_pairs", "curriculum_splits"},
@@ -93,6 +95,7 @@ def test_asset_graph_snapshot() -> None:
             "curriculum_splits",
             "certified_dataset",
             "checkpoints",
+            "graphcert_rft",
             "graphcert_grpo",
             "graphdancer_rl",
             "graphdancer_dpo",
@@ -167,6 +170,16 @@ def test_environment_selects_domains_and_overrides_the_preset(monkeypatch: pytes
     assert {c.train.preset for c in load_domains().values()} == {"cpu-demo"}
     monkeypatch.setenv("GRAPHDOJO_PRESET", "gpu")  # needs base_model: a clear error, not a crash later
     with pytest.raises(DomainConfigError, match="GRAPHDOJO_PRESET='gpu'.*base_model"):
+        load_domains()
+    monkeypatch.delenv("GRAPHDOJO_PRESET")
+    monkeypatch.setenv("GRAPHDOJO_TRAIN_SEED", "2")  # another training seed; nothing upstream changes
+    seeded = load_domains()
+    assert {c.train.seed for c in seeded.values()} == {2}
+    monkeypatch.delenv("GRAPHDOJO_TRAIN_SEED")
+    plain = load_domains()
+    assert all(seeded[n].quiz == plain[n].quiz and seeded[n].source == plain[n].source for n in plain)
+    monkeypatch.setenv("GRAPHDOJO_TRAIN_SEED", "-1")
+    with pytest.raises(DomainConfigError, match="GRAPHDOJO_TRAIN_SEED='-1'"):
         load_domains()
 
 

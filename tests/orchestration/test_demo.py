@@ -23,6 +23,7 @@ ASSETS = [
     "certified_dataset",
     "curriculum_splits",
     "checkpoints",
+    "graphcert_rft",
     "graphcert_grpo",
     "graphdancer_rl",
     "preference_pairs",

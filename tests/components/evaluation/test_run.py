@@ -88,6 +88,62 @@ def test_mechanics_only_systems_answer_a_few_questions_once_and_the_judge_can_be
     assert full["judge"] is None
 
 
+def test_record_cache_reuses_a_systems_answers_only_when_nothing_that_decides_them_changed(
+    setup, tmp_path: Path
+) -> None:
+    """A second evaluation with the same systems answers nothing again (the records come back
+    equal, the row says cached); another decoding config, another question or a retrained model
+    misses the cache; a broken cache file is recomputed."""
+    import shutil
+
+    db, model = setup
+    config = EvalConfig(samples=1, max_turns=2, max_new_tokens=8, threads=1, judge=False)
+    cache = tmp_path / "cache"
+    first = evaluate_systems(
+        [SystemSpec("agent", "python_cypher", str(model))],
+        ROWS,
+        str(db),
+        config,
+        judge_model_dir=None,
+        record_cache=cache,
+    )
+    files = sorted(cache.glob("*.json"))
+    assert len(files) == 1 and first["systems"]["agent"]["cached"] is False
+    again = evaluate_systems(
+        [SystemSpec("agent", "python_cypher", str(model))],
+        ROWS,
+        str(db),
+        config,
+        judge_model_dir=None,
+        record_cache=cache,
+    )
+    assert again["systems"]["agent"]["cached"] is True and again["records"] == first["records"]
+    assert again["systems"]["agent"]["summary"] == first["systems"]["agent"]["summary"]
+    changed = [
+        (ROWS, EvalConfig(samples=1, max_turns=2, max_new_tokens=9, threads=1, judge=False), str(model)),
+        (ROWS[:1], config, str(model)),
+    ]
+    retrained = tmp_path / "retrained"
+    shutil.copytree(model, retrained)
+    changed.append((ROWS, config, str(retrained)))
+    for rows, cfg, folder in changed:
+        out = evaluate_systems(
+            [SystemSpec("agent", "python_cypher", folder)], rows, str(db), cfg, judge_model_dir=None, record_cache=cache
+        )
+        assert out["systems"]["agent"]["cached"] is False
+    files[0].write_text("{not json")
+    broken = evaluate_systems(
+        [SystemSpec("agent", "python_cypher", str(model))],
+        ROWS,
+        str(db),
+        config,
+        judge_model_dir=None,
+        record_cache=cache,
+    )
+    timeless = lambda recs: [{k: v for k, v in r.items() if k != "latency_s"} for r in recs]  # noqa: E731
+    assert broken["systems"]["agent"]["cached"] is False and timeless(broken["records"]) == timeless(first["records"])
+
+
 def test_graphrag_context_walks_two_hops(setup) -> None:
     from components.graph.ladybug import LadybugBackend
     from components.tools.graph_cot import GraphCoT

@@ -94,6 +94,74 @@ def test_sft_lowers_the_loss_and_honours_the_mask(
         run_sft(tiny_model, [sft_example(prompt, completion, [0] * 8)], tmp_path / "x")
 
 
+def test_lora_sft_trains_adapters_and_saves_merged_weights(tiny_model: Path, tmp_path: Path) -> None:
+    """LoRA (peft) on the real tiny model: the same masked loss falls, only adapter weights move
+    during training, and the saved folder is a plain model (adapters merged) that loads without
+    peft and scores the lowered loss; the time budget ends training after the step in flight."""
+    torch.set_num_threads(1)
+    prompt, completion, mask = [1, 5, 9, 13], [21, 22, 23, 40, 41, 42, 24, 25], [1, 1, 1, 0, 0, 0, 1, 1]
+    examples = [sft_example(prompt, completion, mask)] * 8
+    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
+    with torch.no_grad():
+        before = masked_nll(model, prompt, completion, mask).item()
+    config = SFTRunConfig(max_steps=15, batch_size=4, threads=1, learning_rate=5e-3, lora={"r": 8, "alpha": 16})
+    result = run_sft(tiny_model, examples, tmp_path / "lora", config)
+    assert result.steps == 15 and result.first_loss == pytest.approx(before, rel=1e-3)
+    assert result.last_loss < result.first_loss - 0.5
+    out = tmp_path / "lora"
+    assert not (out / "adapter_config.json").exists() and (out / "config.json").is_file()
+    merged = AutoModelForCausalLM.from_pretrained(out).eval()
+    with torch.no_grad():
+        after = masked_nll(merged, prompt, completion, mask).item()
+    assert after == pytest.approx(result.last_loss, abs=0.5) and after < before - 0.5
+    # the embedding matrix is not adapted: it is exactly the base model's
+    assert torch.equal(merged.get_input_embeddings().weight, model.get_input_embeddings().weight)
+    with pytest.raises(ValueError, match="unknown LoRA options"):
+        run_sft(tiny_model, examples, tmp_path / "bad", SFTRunConfig(max_steps=1, lora={"rank": 8}))
+    timed = run_sft(tiny_model, examples, tmp_path / "timed", SFTRunConfig(max_steps=50, batch_size=4, max_seconds=0))
+    assert timed.steps == 1  # a zero budget still completes the first step, then stops
+
+
+def test_shared_prefix_gives_the_same_loss_and_gradients(tiny_model: Path, tmp_path: Path) -> None:
+    """The common prompt run once and its keys / values repeated per row: on a right-padded
+    batch of three trajectories the loss and every weight's gradient equal the full computation;
+    a batch without a common prefix falls back to it; training with it lowers the loss."""
+    from components.training.sft import shared_prefix, span_loss
+
+    torch.manual_seed(0)
+    prefix = list(range(3, 40))
+    rows = [
+        sft_example(prefix + [50, 51], [60, 61, 62, 70, 71, 63], [1, 1, 1, 0, 0, 1]),
+        sft_example(prefix + [52], [64, 65, 72, 66], [1, 1, 0, 1]),
+        sft_example(prefix + [53, 54, 55], [67, 68], [1, 1]),
+    ]
+    width = max(len(r["input_ids"]) for r in rows)
+    pad = lambda xs, v: [x + [v] * (width - len(x)) for x in xs]  # noqa: E731
+    batch = {
+        "input_ids": torch.tensor(pad([r["input_ids"] for r in rows], 0)),
+        "labels": torch.tensor(pad([r["labels"] for r in rows], -100)),
+        "attention_mask": torch.tensor(pad([[1] * len(r["input_ids"]) for r in rows], 0)),
+    }
+    assert shared_prefix(batch["input_ids"], batch["labels"], batch["attention_mask"]) == len(prefix) - 1
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="eager").float()
+    grads = []
+    for share in (False, True):
+        model.zero_grad()
+        loss = span_loss(model, batch, share_prefix=share)
+        loss.backward()
+        grads.append((loss.item(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (full, g_full), (shared, g_shared) = grads
+    assert shared == pytest.approx(full, rel=1e-5) and g_full.keys() == g_shared.keys()
+    for name, g in g_full.items():
+        assert torch.allclose(g, g_shared[name], atol=1e-5, rtol=1e-4), name
+    one = {k: v[:1] for k, v in batch.items()}
+    assert shared_prefix(one["input_ids"], one["labels"]) == 0
+    assert span_loss(model, one, share_prefix=True).item() == pytest.approx(span_loss(model, one).item(), rel=1e-6)
+    config = SFTRunConfig(max_steps=10, batch_size=3, share_prefix=True)
+    result = run_sft(tiny_model, rows * 4, tmp_path / "shared", config)
+    assert result.last_loss < result.first_loss - 0.5
+
+
 def test_grpo_raises_a_shaped_toy_reward(tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
     """Reward = share of completion tokens with a small id: a random model starts near 0.1; GRPO
     on the real tiny model pushes the mean reward up within a few dozen steps."""
