@@ -146,21 +146,29 @@ def train_arm(data: Path, domain_file: Path, arm: str, minutes: float, out_dir: 
     }
 
 
-def evaluate_arm(data: Path, domain_file: Path, model_dir: Path, arm: str) -> dict[str, Any]:
-    """The arm's checkpoint on the validation split, one sample per question."""
+def evaluate_arm(data: Path, domain_file: Path, model_dir: Path | None, arm: str) -> dict[str, Any]:
+    """The arm's checkpoint on the validation split, one sample per question (``model_dir``
+    None: the answer prior, the reference row)."""
     from components.evaluation.questions import split_questions
-    from components.evaluation.run import SystemSpec, evaluate_systems
+    from components.evaluation.run import NO_MODEL, SystemSpec, evaluate_systems
 
     cfg, inputs = _inputs(data, domain_file)
-    rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path), "validation")
+    curriculum, certified = str(inputs["curriculum"].path), str(inputs["certified"].path)
+    rows = split_questions(curriculum, certified, "validation")
     config = replace(cfg.evaluate, samples=1, judge=False, max_questions=len(rows))
+    spec = (
+        SystemSpec(arm, "answer_prior", NO_MODEL, "the most common training answer per (family, answer type)")
+        if model_dir is None
+        else SystemSpec(arm, "python_cypher", str(model_dir), f"SFT warm start ({arm})")
+    )
     t0 = time.perf_counter()
     report = evaluate_systems(
-        [SystemSpec(arm, "python_cypher", str(model_dir), f"SFT warm start ({arm})")],
+        [spec],
         rows,
         str(inputs["snapshot"].path),
         config,
         judge_model_dir=None,
+        train_rows=split_questions(curriculum, certified, "train"),
     )
     system = report["systems"][arm]
     s = system["summary"]
@@ -189,7 +197,7 @@ def table(results: list[dict[str, Any]]) -> str:
     for r in results:
         e = r["validation"]
         lines.append(
-            f"| {r['arm']} | {r['train_s']:.0f} | {r['steps']} ({r['examples_seen']}) | {r['peak_gib']:.1f} | "
+            f"| {r['arm']} | {r['train_s']:.0f} | {r['steps']} ({r['examples_seen']}) | {r.get('peak_gib', 0):.1f} | "
             f"{r['loss_first']:.3f} → {r['loss_last']:.3f} | {ci(e, 'em')} | {ci(e, 'em_nonbool')} | "
             f"{ci(e, 'grounded')} | {e['valid_format']:.2f} | "
             + ", ".join(f"{t} {v}" for t, v in e["correct_by_type"].items())
@@ -213,6 +221,12 @@ def main() -> None:
     if args.table:
         done = [json.loads((out / f"{a}.json").read_text()) for a in ARMS if (out / f"{a}.json").is_file()]
         print(table(done) if done else "no arm finished yet")
+        prior = evaluate_arm(data, domain_file, None, "answer prior")
+        print(
+            f"\nanswer prior (no model) on the same questions: EM {prior['em']:.3f}, EM non-bool "
+            f"{prior['em_nonbool']:.3f}, grounded {prior['grounded']:.3f}; "
+            + ", ".join(f"{t} {v}" for t, v in prior["correct_by_type"].items())
+        )
         return
     if not args.arm:
         raise SystemExit("--arm or --table")

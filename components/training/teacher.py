@@ -213,16 +213,13 @@ def decision_token_share(records: Sequence[RolloutRecord], tokenizer: Any) -> di
             if not keep:
                 continue
             text = tokenizer.decode(ids, skip_special_tokens=False)
-            spans = decision_spans(text)
-            inner = [span for a, b in spans for span in ((a, b),) if text[a] not in "'\""]
-            inner += [
-                (a + 1 + x, a + 1 + y)
-                for a, b in spans
-                if text[a] in "'\""
-                for x, y in decision_spans(text[a + 1 : b - 1])
-            ]
-            quoted_plain = [(a, b) for a, b in spans if text[a] in "'\"" and not decision_spans(text[a + 1 : b - 1])]
-            marked = inner + quoted_plain
+            marked: list[tuple[int, int]] = []
+            for a, b in decision_spans(text):
+                if text[a] not in "'\"":  # a schema name, an arrow, the answer
+                    marked.append((a, b))
+                    continue
+                inside = decision_spans(text[a + 1 : b - 1])  # a query string: its names and arrows
+                marked += [(a + 1 + x, a + 1 + y) for x, y in inside] if inside else [(a, b)]  # else: an entity
             enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
             for start, end in enc["offset_mapping"]:
                 model_tokens += 1

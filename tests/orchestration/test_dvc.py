@@ -110,6 +110,7 @@ def test_changing_a_parameter_reruns_exactly_the_affected_stages(tmp_path: Path)
         "certification@lab",
         "curriculum@lab",
         "warm_start@lab",
+        "rft@lab",
         "graphcert@lab",
         "graphdancer@lab",
         "ablations@lab",

@@ -155,7 +155,15 @@ def test_the_ui_serves_the_asset_graph_with_layer_groups_and_checks(ui) -> None:
     assert _shot(driver, "01-asset-graph-groups").stat().st_size > 10_000
     driver.get(f"{ui['base']}/locations/orchestration.definitions/asset-groups/training")
     _dismiss_welcome(driver)
-    training = ["checkpoints", "graphcert_grpo", "graphdancer_rl", "graphdancer_dpo", "preference_pairs", "ablations"]
+    training = [
+        "checkpoints",
+        "graphcert_rft",
+        "graphcert_grpo",
+        "graphdancer_rl",
+        "graphdancer_dpo",
+        "preference_pairs",
+        "ablations",
+    ]
     _wait("the training group's asset graph", lambda: "checkpoints" in _page_text(driver), 120, ui["log"], driver)
     time.sleep(2)
     _shot(driver, "02-training-group-graph")
