@@ -374,11 +374,17 @@ def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance
         what = {"systems": " — test split", "external_systems": " — external questions"}.get(rows_key, "")
         lines.append(f"  {asset}{what} ({' / '.join(cols)}, 95 % CI):")
         by_type = _by_type(art.summary.get("by_answer_type") or []) if rows_key == "systems" else {}
+        idle = []  # rows without numbers (not trained / not evaluated): one line, the report says why
         for row in art.summary[rows_key]:
             label = row.get("system") or f"{row.get('train')} → {row.get('test')}"
             values = [str(row[c]) if not isinstance(row.get(c), float) else f"{row[c]:.3f}" for c in cols if c in row]
+            if not values:
+                idle.append(label)
+                continue
             extra = f"   correct: {by_type[label]}" if label in by_type else ""
-            lines.append(f"    {label:<28} " + ("   ".join(values) or row.get("note", "")) + extra)
+            lines.append(f"    {label:<28} " + "   ".join(values) + extra)
+        if idle:
+            lines.append(f"    no numbers (not trained or not evaluated; the report says why): {', '.join(idle)}")
         if rows_key == "systems":
             lines += _baseline_lines(art.summary.get("paired") or [])
         if rows_key != "systems" or "external_systems" not in art.summary:

@@ -267,6 +267,9 @@ class TrainConfig:
     #: (DPO straight from the warm start), ``no_dpo`` (the stage-1 checkpoint), ``no_curriculum``
     #: (uniform sampling in both stages)
     dancer_ablations: tuple[str, ...] = ()
+    #: the warm start (and every SFT on top of it) trains LoRA adapters instead of all weights:
+    #: ``{r: 16, alpha: 32}`` (components/training/sft.py; merged into the saved weights); None: full
+    lora: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
@@ -300,6 +303,12 @@ class TrainConfig:
         bad = set(self.dancer_ablations) - set(DANCER_ABLATIONS)
         if bad:
             raise ValueError(f"dancer_ablations: unknown {sorted(bad)}; known: {list(DANCER_ABLATIONS)}")
+        if self.lora is not None:
+            from components.training.sft import LORA_DEFAULTS
+
+            if not isinstance(self.lora, Mapping) or set(self.lora) - set(LORA_DEFAULTS):
+                raise ValueError(f"lora must be a mapping of {sorted(LORA_DEFAULTS)}, got {self.lora!r}")
+            object.__setattr__(self, "lora", dict(self.lora))
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ValueError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if (self.vllm_mode or self.vllm_server_url) and self.preset != "gpu":
@@ -327,7 +336,7 @@ class TrainConfig:
         own = {
             k: v
             for k, v in asdict(self).items()
-            if v is not None and k not in ("budgets", "mechanics_only", "dancer_ablations")
+            if v is not None and k not in ("budgets", "mechanics_only", "dancer_ablations", "lora")
         }
         own["precision"] = resolve_precision(self.precision)  # what ran, in fingerprints and model cards
         if self.preset != "cpu-tiny":
@@ -335,6 +344,8 @@ class TrainConfig:
 
             own["base_model_identity"] = model_identity(self.base_model or self.model_dir)
         extra = {"mechanics_only": list(self.mechanics_only)} if self.mechanics_only else {}
+        if self.lora is not None:
+            extra["lora"] = dict(self.lora)
         return {**PRESETS[self.preset], **dict(self.budgets), **own, **extra}
 
     def resolved_without_dancer(self) -> dict[str, Any]:
@@ -647,6 +658,7 @@ def sft_checkpoint(
             seed=config.seed,
             threads=config.threads,
             precision=config.precision,
+            lora=dict(config.lora) if config.lora else None,
         ),
     )
     result = CheckpointResult(
@@ -727,6 +739,7 @@ WARM_START_KEYS: Final = (
     "max_examples",
     "seed",
     "precision",
+    "lora",
 )
 
 

@@ -295,6 +295,7 @@ def graphcert_rft(
                 seed=config.seed + i,
                 threads=config.threads,
                 precision=config.precision,
+                lora=dict(config.lora) if config.lora else None,
             ),
         )
         curve = pass_at_k(_play(str(folder), val, db_location, r, config, config.seed + 7)) if val else None

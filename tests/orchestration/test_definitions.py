@@ -184,7 +184,13 @@ def test_environment_selects_domains_and_overrides_the_preset(monkeypatch: pytes
 
 
 def test_train_budgets_override_the_preset_and_are_checked() -> None:
-    from components.training.checkpoint import PRESETS, TrainConfig
+    from components.training.checkpoint import PRESETS, TrainConfig, warm_start_params
+
+    lora = TrainConfig.from_dict({"preset": "cpu-demo", "lora": {"r": 8}})
+    assert lora.resolved()["lora"] == {"r": 8} and warm_start_params(lora)["lora"] == {"r": 8}
+    assert "lora" not in TrainConfig.from_dict({"preset": "cpu-demo"}).resolved()  # full fine-tuning: unchanged
+    with pytest.raises(ValueError, match="lora must be a mapping"):
+        TrainConfig.from_dict({"lora": {"rank": 8}})
 
     cfg = TrainConfig.from_dict({"preset": "cpu-demo", "budgets": {"rl_steps": 5}, "max_steps": 3})
     resolved = cfg.resolved()

@@ -45,7 +45,7 @@ def test_params_name_exactly_the_configured_domains_and_their_sections() -> None
     assert "grit" in yaml.safe_load(Path(domains[params["default_domain"]].path).read_text())
     listed = subprocess.run([_dvc(), "stage", "list"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
-    assert len(listed.stdout.splitlines()) == 10 * len(domains) + 2
+    assert len(listed.stdout.splitlines()) == 11 * len(domains) + 2
 
 
 def test_dvc_yaml_is_generated_from_the_layers_code_and_inputs() -> None:
