@@ -79,11 +79,10 @@ _CODE = re.compile(r"```python\s*\n(.*?)```", re.S)
 
 def final_program(record: RolloutRecord) -> str | None:
     """The code of the episode's last executed call (its final program), or ``None``."""
-    for rnd in reversed(record.trace.get("rounds") or []):
-        call = rnd.get("call") or {}
-        if rnd.get("executed") and call.get("code"):
-            return str(call["code"])
-    return None
+    from components.training.teacher import last_call
+
+    call = last_call(record)
+    return None if call is None else str(call["code"])
 
 
 def _normalised(program: str) -> str:
@@ -259,6 +258,7 @@ def graphcert_rft(
     tokenizer = AutoTokenizer.from_pretrained(start_dir)
     with python_cypher_envs(db_location, max_rounds=2) as make_env:
         teacher, dropped = certified_teacher_records(list(teacher_rows), make_env, tokenizer)
+    teacher_examples = [_example(x) for x in teacher]  # the same every round
     val = solver_rows(list(validation)[: int(r["rft_val_questions"])], db_location)[0]
     current, kept_examples, rounds, losses = str(start_dir), [], [], []
     before = work / "round-0.json"
@@ -282,7 +282,7 @@ def graphcert_rft(
         judged = judge_trajectories(played, db_location)
         new = [_example(x) for x in judged.kept]
         kept_examples += new
-        examples = [_example(x) for x in teacher] + kept_examples
+        examples = teacher_examples + kept_examples
         sft = run_sft(
             current,
             examples,

@@ -33,6 +33,7 @@ __all__ = [
     "certified_teacher_records",
     "decision_spans",
     "decision_token_share",
+    "last_call",
     "printed_answer",
     "relationship_uses",
     "teacher_coverage",
@@ -128,13 +129,20 @@ def teacher_records(
     return records, dropped
 
 
-def printed_answer(record: RolloutRecord) -> str | None:
-    """What the episode's last executed program printed (its observation's answer), or ``None``."""
+def last_call(record: RolloutRecord) -> dict[str, Any] | None:
+    """The record of a Python + Cypher episode's last executed code step (its final program:
+    ``code``, ``stdout``, ``traced`` …), or ``None`` when no code ran."""
     for rnd in reversed(record.trace.get("rounds") or []):
         call = rnd.get("call") or {}
-        if rnd.get("executed") and "stdout" in call:
-            return str(call.get("stdout") or "").strip()
+        if rnd.get("executed") and call.get("code"):
+            return call
     return None
+
+
+def printed_answer(record: RolloutRecord) -> str | None:
+    """What the episode's last executed program printed (its observation's answer), or ``None``."""
+    call = last_call(record)
+    return None if call is None else str(call.get("stdout") or "").strip()
 
 
 def certified_teacher_records(

@@ -99,47 +99,27 @@ def test_record_cache_reuses_a_systems_answers_only_when_nothing_that_decides_th
     db, model = setup
     config = EvalConfig(samples=1, max_turns=2, max_new_tokens=8, threads=1, judge=False)
     cache = tmp_path / "cache"
-    first = evaluate_systems(
-        [SystemSpec("agent", "python_cypher", str(model))],
-        ROWS,
-        str(db),
-        config,
-        judge_model_dir=None,
-        record_cache=cache,
-    )
+
+    def run(folder: str = str(model), rows: list = ROWS, cfg: EvalConfig = config) -> dict:
+        systems = [SystemSpec("agent", "python_cypher", folder)]
+        return evaluate_systems(systems, rows, str(db), cfg, judge_model_dir=None, record_cache=cache)
+
+    first = run()
     files = sorted(cache.glob("*.json"))
     assert len(files) == 1 and first["systems"]["agent"]["cached"] is False
-    again = evaluate_systems(
-        [SystemSpec("agent", "python_cypher", str(model))],
-        ROWS,
-        str(db),
-        config,
-        judge_model_dir=None,
-        record_cache=cache,
-    )
+    again = run()
     assert again["systems"]["agent"]["cached"] is True and again["records"] == first["records"]
     assert again["systems"]["agent"]["summary"] == first["systems"]["agent"]["summary"]
-    changed = [
-        (ROWS, EvalConfig(samples=1, max_turns=2, max_new_tokens=9, threads=1, judge=False), str(model)),
-        (ROWS[:1], config, str(model)),
-    ]
     retrained = tmp_path / "retrained"
     shutil.copytree(model, retrained)
-    changed.append((ROWS, config, str(retrained)))
-    for rows, cfg, folder in changed:
-        out = evaluate_systems(
-            [SystemSpec("agent", "python_cypher", folder)], rows, str(db), cfg, judge_model_dir=None, record_cache=cache
-        )
-        assert out["systems"]["agent"]["cached"] is False
+    changed = [
+        run(cfg=EvalConfig(samples=1, max_turns=2, max_new_tokens=9, threads=1, judge=False)),
+        run(rows=ROWS[:1]),
+        run(folder=str(retrained)),
+    ]
+    assert all(out["systems"]["agent"]["cached"] is False for out in changed)
     files[0].write_text("{not json")
-    broken = evaluate_systems(
-        [SystemSpec("agent", "python_cypher", str(model))],
-        ROWS,
-        str(db),
-        config,
-        judge_model_dir=None,
-        record_cache=cache,
-    )
+    broken = run()
     timeless = lambda recs: [{k: v for k, v in r.items() if k != "latency_s"} for r in recs]  # noqa: E731
     assert broken["systems"]["agent"]["cached"] is False and timeless(broken["records"]) == timeless(first["records"])
 

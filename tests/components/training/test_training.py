@@ -71,15 +71,25 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny_random_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
+#: one trajectory: a prompt, then model tokens with three environment tokens masked in between
+TOY = ([1, 5, 9, 13], [21, 22, 23, 40, 41, 42, 24, 25], [1, 1, 1, 0, 0, 0, 1, 1])
+
+
+def toy_sft(tiny_model: Path) -> tuple:
+    """``(the untrained model, 8 copies of TOY as SFT examples, its masked loss before training)``."""
+    torch.set_num_threads(1)
+    examples = [sft_example(*TOY)] * 8
+    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
+    with torch.no_grad():
+        before = masked_nll(model, *TOY).item()
+    return model, examples, before
+
+
 def test_sft_lowers_the_loss_and_honours_the_mask(
     tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture
 ) -> None:
-    torch.set_num_threads(1)
-    prompt, completion, mask = [1, 5, 9, 13], [21, 22, 23, 40, 41, 42, 24, 25], [1, 1, 1, 0, 0, 0, 1, 1]
-    examples = [sft_example(prompt, completion, mask)] * 8
-    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
-    with torch.no_grad():
-        before = masked_nll(model, prompt, completion, mask).item()
+    _, examples, before = toy_sft(tiny_model)
+    prompt, completion, mask = TOY
     result = run_sft(tiny_model, examples, tmp_path / "out", SFTRunConfig(max_steps=15, batch_size=4, threads=1))
     # the trainer's first loss is exactly our masked loss: environment tokens were not targets
     assert result.first_loss == pytest.approx(before, rel=1e-3)
@@ -98,12 +108,8 @@ def test_lora_sft_trains_adapters_and_saves_merged_weights(tiny_model: Path, tmp
     """LoRA (peft) on the real tiny model: the same masked loss falls, only adapter weights move
     during training, and the saved folder is a plain model (adapters merged) that loads without
     peft and scores the lowered loss; the time budget ends training after the step in flight."""
-    torch.set_num_threads(1)
-    prompt, completion, mask = [1, 5, 9, 13], [21, 22, 23, 40, 41, 42, 24, 25], [1, 1, 1, 0, 0, 0, 1, 1]
-    examples = [sft_example(prompt, completion, mask)] * 8
-    model = AutoModelForCausalLM.from_pretrained(tiny_model).eval()
-    with torch.no_grad():
-        before = masked_nll(model, prompt, completion, mask).item()
+    model, examples, before = toy_sft(tiny_model)
+    prompt, completion, mask = TOY
     config = SFTRunConfig(max_steps=15, batch_size=4, threads=1, learning_rate=5e-3, lora={"r": 8, "alpha": 16})
     result = run_sft(tiny_model, examples, tmp_path / "lora", config)
     assert result.steps == 15 and result.first_loss == pytest.approx(before, rel=1e-3)
