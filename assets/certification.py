@@ -10,7 +10,7 @@ from assets.artifacts import artifact_output, layer_asset, materialize_asset, re
 from assets.metadata import counts_table, md_table, records_table
 from assets.resources import ArtifactStore
 from components.certify.dataset import CERTIFIED_DATASET, FUNNEL_RATES, CertifyConfig, funnel_chart, read_certified
-from components.certify.quality import leakage_in_admitted, reverify_admitted, run_expectations
+from components.certify.quality import cached_check, leakage_in_admitted, reverify_admitted, run_expectations
 from components.store.artifact import Artifact
 
 __all__ = ["GROUP", "certified_dataset_asset", "certified_dataset_key"]
@@ -85,12 +85,19 @@ def _table_checks(key: dg.AssetKey, config: CertifyConfig) -> list:
         return dg.AssetCheckResult(passed=counts["admitted"] > 0, metadata=counts)
 
     @_check(key, "expectations", "The Great Expectations suite over the certified table.")
-    def _expectations(certified_dataset: Artifact) -> dg.AssetCheckResult:
-        out = run_expectations(read_certified(str(certified_dataset.path)))
+    def _expectations(certified_dataset: Artifact, store: ArtifactStore) -> dg.AssetCheckResult:
+        out = cached_check(
+            "expectations",
+            lambda: run_expectations(read_certified(str(certified_dataset.path))),
+            data_root=store.root,
+            domain=certified_dataset.domain,
+            inputs=[certified_dataset.fingerprint],
+        )
         failed = dg.MetadataValue.json([r for r in out["results"] if not r["success"]])
         results, statistics = records_table(out["results"], GX_COLUMNS), dg.MetadataValue.json(out["statistics"])
         return dg.AssetCheckResult(
-            passed=out["passed"], metadata={"results": results, "statistics": statistics, "failed": failed}
+            passed=out["passed"],
+            metadata={"results": results, "statistics": statistics, "failed": failed, "cached": out["cached"]},
         )
 
     return [_nonzero, _expectations, _accuracy_check(key, config)]
@@ -117,16 +124,28 @@ def _graph_checks(key: dg.AssetKey, domain: str, config: CertifyConfig) -> list:
     reverified = "Every admitted item certifies again from its stored record on a fresh connection."
 
     @_check(key, "admitted_reverified", reverified, additional_ins=ins)
-    def _reverified(certified_dataset: Artifact, snapshot: Artifact) -> dg.AssetCheckResult:
-        out = reverify_admitted(read_certified(str(certified_dataset.path)), str(snapshot.path))
+    def _reverified(certified_dataset: Artifact, snapshot: Artifact, store: ArtifactStore) -> dg.AssetCheckResult:
+        out = cached_check(
+            "admitted_reverified",
+            lambda: reverify_admitted(read_certified(str(certified_dataset.path)), str(snapshot.path)),
+            data_root=store.root,
+            domain=certified_dataset.domain,
+            inputs=[certified_dataset.fingerprint, snapshot.fingerprint],
+        )
         return dg.AssetCheckResult(
             passed=out["passed"], metadata={k: _json(v) for k, v in out.items() if k != "passed"}
         )
 
     @_check(key, "no_leakage", "No admitted item grounds an entity of the evaluation set.", additional_ins=ins)
-    def _no_leakage(certified_dataset: Artifact, snapshot: Artifact) -> dg.AssetCheckResult:
-        out = leakage_in_admitted(
-            read_certified(str(certified_dataset.path)), config.eval_questions, str(snapshot.path)
+    def _no_leakage(certified_dataset: Artifact, snapshot: Artifact, store: ArtifactStore) -> dg.AssetCheckResult:
+        questions = config.eval_questions
+        out = cached_check(
+            "no_leakage",
+            lambda: leakage_in_admitted(read_certified(str(certified_dataset.path)), questions, str(snapshot.path)),
+            data_root=store.root,
+            domain=certified_dataset.domain,
+            inputs=[certified_dataset.fingerprint, snapshot.fingerprint],
+            files=[questions],
         )
         return dg.AssetCheckResult(
             passed=out["passed"], metadata={k: _json(v) for k, v in out.items() if k != "passed"}

@@ -320,10 +320,15 @@ _TYPE_SHORT = {"boolean": "yes/no", "number": "num", "set": "set", "entity": "en
 
 
 def _by_type(rows: list[dict]) -> dict[str, str]:
-    """``{system: "yes/no 12/19 num 0/13 …"}``: correct answers per answer type (the summary)."""
+    """``{system: "yes/no 12/19 (10) num 7/13 (7) …"}``: correct answers per answer type, and in
+    brackets how many of them were grounded (read off the system's own query results)."""
     out: dict[str, list[str]] = {}
     for r in rows:
-        out.setdefault(r["system"], []).append(f"{_TYPE_SHORT.get(r['answer_type'], r['answer_type'])} {r['correct']}")
+        text = f"{_TYPE_SHORT.get(r['answer_type'], r['answer_type'])} {r['correct'].replace(' ', '')}"
+        records = r["correct"].rpartition("/")[2].strip()
+        with contextlib.suppress(ValueError):  # "–" where a system has no grounding number
+            text += f" ({round(float(r['grounded EM']) * int(records))})"
+        out.setdefault(r["system"], []).append(text)
     return {k: " ".join(v) for k, v in out.items()}
 
 
@@ -373,7 +378,8 @@ def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance
             continue
         what = {"systems": " — test split", "external_systems": " — external questions"}.get(rows_key, "")
         lines.append(f"  {asset}{what} ({' / '.join(cols)}, 95 % CI):")
-        by_type = _by_type(art.summary.get("by_answer_type") or []) if rows_key == "systems" else {}
+        type_key = {"systems": "by_answer_type", "external_systems": "external_by_answer_type"}.get(rows_key)
+        by_type = _by_type(art.summary.get(type_key) or []) if type_key else {}
         idle = []  # rows without numbers (not trained / not evaluated): one line, the report says why
         for row in art.summary[rows_key]:
             label = row.get("system") or f"{row.get('train')} → {row.get('test')}"
@@ -381,7 +387,7 @@ def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance
             if not values:
                 idle.append(label)
                 continue
-            extra = f"   correct: {by_type[label]}" if label in by_type else ""
+            extra = f"   correct (grounded): {by_type[label]}" if label in by_type else ""
             lines.append(f"    {label:<28} " + "   ".join(values) + extra)
         if idle:
             lines.append(f"    no numbers (not trained or not evaluated; the report says why): {', '.join(idle)}")

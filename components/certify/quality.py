@@ -4,7 +4,11 @@
   whole table, in an ephemeral context (nothing written, no analytics);
 * :func:`reverify_admitted` — every admitted row re-certified from its stored record on a fresh
   read-only connection: any hard failure is a failure;
-* :func:`leakage_in_admitted` — the leakage filter run again over the admitted rows.
+* :func:`leakage_in_admitted` — the leakage filter run again over the admitted rows;
+* :func:`cached_check` — one of those computed once per input: a rerun with the same certified
+  table, snapshot, evaluation questions and check code reads the stored result
+  (``<data>/check-cache/<domain>/``; the result says ``cached``), so a no-op rerun of the
+  pipeline does not re-certify everything again.
 
 (The funnel-rate bands are Dagster metadata bounds checks on the asset's published rates.)
 
@@ -16,14 +20,17 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from components.quizzer.candidate import QACandidate
 
 __all__ = [
+    "CHECK_CACHE",
     "STATUSES_ADMITTED",
     "VERDICTS",
+    "cached_check",
     "expectation_suite",
     "leakage_in_admitted",
     "reverify_admitted",
@@ -32,6 +39,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: the data root's folder of stored check results, one subfolder per domain
+CHECK_CACHE: Final = "check-cache"
 VERDICTS: Final = ("accept", "reject", "uncertain", "skipped", "not_judged")
 STATUSES_ADMITTED: Final = ("strict", "partial")
 
@@ -198,3 +207,26 @@ def leakage_in_admitted(
         "examples": [{"id": c.id, **res.to_json()} for c, res in dropped[:5]],
         "by_where": report["by_where"],
     }
+
+
+def cached_check(
+    name: str,
+    compute: Callable[[], dict[str, Any]],
+    *,
+    data_root: str | Path,
+    domain: str,
+    inputs: Iterable[str],
+    files: Iterable[str | None] = (),
+) -> dict[str, Any]:
+    """``compute()``'s result (with ``cached``: whether it was read back), stored under a key of
+    ``name``, ``inputs`` (the input artifacts' fingerprints), the path and content of each of
+    ``files`` (None: no file) and this module's code — so a changed table, graph, question file or
+    check is computed afresh."""
+    from components.store import hash_path
+    from components.store.digest import code_digest
+    from components.store.json_cache import cache_key, cached_result
+
+    contents = [f"{f}:{hash_path(f) if f and Path(f).is_file() else ''}" for f in files]
+    key = cache_key(name, [*inputs, *contents, code_digest([__name__])])
+    result, cached = cached_result(Path(data_root) / CHECK_CACHE / domain, key, compute)
+    return {**result, "cached": cached}

@@ -343,32 +343,20 @@ def records_key(
 
 
 def _cached_records(folder: str | Path | None, key: str) -> tuple[list[EvalRecord], list[EvalRecord]] | None:
-    import json
-
     from components.evaluation.metrics import records_from
+    from components.store.json_cache import read_cached
 
-    path = None if folder is None else Path(folder) / f"{key}.json"
-    if path is None or not path.is_file():
-        return None
+    raw = read_cached(folder, key)
     try:
-        raw = json.loads(path.read_text())
-        return records_from(raw["records"]), records_from(raw["ood"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return None if raw is None else (records_from(raw["records"]), records_from(raw["ood"]))
+    except (ValueError, KeyError, TypeError):
         return None  # a broken cache file is recomputed, never trusted
 
 
 def _store_records(folder: str | Path | None, key: str, recs: Sequence[EvalRecord], ood: Sequence[EvalRecord]) -> None:
-    import json
-    import os
+    from components.store.json_cache import write_cached
 
-    if folder is None:
-        return
-    target = Path(folder)
-    target.mkdir(parents=True, exist_ok=True)
-    tmp = target / f".{key}.{os.getpid()}.tmp"
-    payload = {"records": [r.to_dict() for r in recs], "ood": [r.to_dict() for r in ood]}
-    tmp.write_text(json.dumps(payload, default=str))
-    tmp.replace(target / f"{key}.json")
+    write_cached(folder, key, {"records": [r.to_dict() for r in recs], "ood": [r.to_dict() for r in ood]})
 
 
 def _section_summary(recs: Sequence[EvalRecord]) -> dict[str, Any]:

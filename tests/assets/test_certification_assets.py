@@ -115,6 +115,14 @@ def test_certified_dataset_with_green_checks(tmp_path: Path) -> None:
         _meta(result, "qa_candidates")["fingerprint"].value,
         _meta(result, "graph_snapshot")["fingerprint"].value,
     )
+    # a rerun with nothing changed reads the re-reading checks' results back instead of recomputing
+    again = _materialize(tmp_path / "run", config)
+    assert _checks(again) == checks
+    for result_, cached in ((result, False), (again, True)):
+        evaluations = {c.check_name: c.metadata for c in result_.get_asset_check_evaluations()}
+        for name in ("expectations", "admitted_reverified", "no_leakage"):
+            assert evaluations[name]["cached"].value is cached, name
+    assert len(list((tmp_path / "run" / "check-cache" / "lab").glob("*.json"))) == 3
 
 
 def test_blocking_checks_fail_when_nothing_is_admitted(tmp_path: Path) -> None:

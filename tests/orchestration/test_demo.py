@@ -70,6 +70,8 @@ def test_the_demo_prints_progress_and_a_summary_and_logs_everything(lab: tuple[P
     assert re.search(
         r"^    graphcert-grpo +\d\.\d{3} \[\d\.\d\d, \d\.\d\d\] +\d\.\d{3} \[", text, re.M
     )  # EM, F1 with CIs
+    # correct answers per type, and (in brackets) how many were read off the system's own results
+    assert re.search(r"^    sft-only .*correct \(grounded\): .*(yes/no|num|ent|set) \d+/\d+ \(\d+\)", text, re.M)
     report = Path(re.search(r"^  report: (\S+)$", text, re.M).group(1))
     log = Path(re.search(r"^  event log: (\S+)$", text, re.M).group(1))
     assert report.name == "report.html" and report.is_file()
