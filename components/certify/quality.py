@@ -8,7 +8,7 @@
 * :func:`cached_check` — one of those computed once per input: a rerun with the same certified
   table, snapshot, evaluation questions and check code reads the stored result
   (``<data>/check-cache/<domain>/``; the result says ``cached``), so a no-op rerun of the
-  pipeline does not re-certify everything again.
+  pipeline does not re-certify every admitted item.
 
 (The funnel-rate bands are Dagster metadata bounds checks on the asset's published rates.)
 
