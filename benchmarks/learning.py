@@ -1,13 +1,17 @@
 """Does certified data make a better solver? The learning table, on 2 cores.
 
 One domain (``benchmarks/learning.yaml``: the academic graph, 1,500 template candidates, the
-``cpu-learn`` preset, SmolLM2-135M along every Solver stage) is materialized through the normal
-pipeline (``graphdojo materialize --domain-file``), so training lands in cached checkpoints: a
-second run re-evaluates nothing and retrains nothing (delete the data folder to start over). The
-evaluation is the ``eval_reports`` asset on the entity-disjoint **test split** (never tuned on):
-base, base with the same few-shot prompt, SFT, GraphCert GRPO, GraphDancer RL and RL → DPO,
-2 sampled runs per question, 95 % bootstrap CIs over questions, and the paired differences
-SFT − few-shot base, GRPO − SFT and DPO − RL (paired bootstrap over the same questions).
+``cpu-learn`` preset with the CPU Solver chosen on the validation split — Qwen2.5-Coder-0.5B with
+LoRA — its SFT warm start and certified rejection-sampling fine-tuning) is materialized through the
+normal pipeline (``graphdojo materialize --domain-file``), so training lands in cached
+checkpoints: a second run re-evaluates nothing and retrains nothing (delete the data folder to
+start over). The evaluation is the ``eval_reports`` asset on the entity-disjoint **test split**
+(never tuned on) and the graph's externally written questions (``eval.external``): the rows the
+domain file's ``eval.systems`` names (answer prior, closed book, the base model few-shot, the
+1.5B off-the-shelf model few-shot, SFT, RFT), 2 sampled runs per question, 95 % bootstrap CIs over
+questions (over seeds, then questions, for a row trained with several seeds), EM, EM on
+non-boolean questions and grounded EM, by answer type, and the paired differences against the
+answer prior and the best off-the-shelf row, RFT − SFT.
 
 It prints the table (Markdown, for docs/benchmarks.md), the training curves that explain it
 (per RL stage: how the training questions were chosen, the non-zero-advantage share, tool-call
@@ -15,7 +19,7 @@ rate and the validation-reward curve; DPO's pairs), the time split between train
 evaluation against the budgets (training ≤ 90 min, evaluation ≤ 45 min) and one JSON line.
 
     python benchmarks/learning.py [--data DIR] [--domain-file benchmarks/learning.yaml]
-    python benchmarks/learning.py --eval-available [--data DIR]   # evaluate what has been trained
+    python benchmarks/learning.py --eval-available [--data DIR] [--systems ROW …]   # what has been trained
     python benchmarks/learning.py --dancer [--data DIR]           # + GraphDancer's Graph-CoT rows
 
 ``--dancer`` adds, after the table, GraphDancer in its own Graph-CoT environment on the same data
@@ -47,6 +51,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -172,12 +177,22 @@ def train_seeds(data: Path, domain_file: Path, seeds: int, rows: list[str]) -> d
     return {s: known[s] for s in range(seeds)}
 
 
+def _known_seeds(data: Path) -> dict[int, dict[str, str]] | None:
+    """The training seeds :func:`train_seeds` recorded in the data folder (None: only the main run)."""
+    record = data / "seeds.json"
+    return {int(k): v for k, v in json.loads(record.read_text()).items()} if record.is_file() else None
+
+
 def evaluate_available(
-    data: Path, domain_file: Path, seeds: dict[int, dict[str, str]] | None = None
+    data: Path,
+    domain_file: Path,
+    seeds: dict[int, dict[str, str]] | None = None,
+    only: list[str] | None = None,
 ) -> tuple[dict[str, Any], Path, float]:
     """The evaluation of the systems trained so far (see the module docstring): ``(report, its
     folder, seconds)``. ``seeds`` (:func:`train_seeds`): the seeded rows' checkpoints per training
-    seed, each evaluated as the same row with its ``train_seed``."""
+    seed, each evaluated as the same row with its ``train_seed``. ``only``: evaluate these rows
+    now (the others are listed as not evaluated; a later run without it answers them)."""
     from components.evaluation.questions import split_questions
     from components.evaluation.report import write_report
     from components.evaluation.run import (
@@ -242,6 +257,13 @@ def evaluate_available(
             if a is not None
             else SystemSpec(name, "python_cypher", None, method, "not trained in this run (stopped before it)")
         )
+    if only:
+        unknown = set(only) - {s.name for s in systems}
+        if unknown:
+            raise SystemExit(f"--systems names unknown rows {sorted(unknown)}; known: {[s.name for s in systems]}")
+        systems = [
+            s if s.name in only else replace(s, model_dir=None, note="not evaluated in this run") for s in systems
+        ]
     rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path))
     train_rows = split_questions(str(inputs["curriculum"].path), str(inputs["certified"].path), "train")
     external, _skipped, _outside = external_rows(cfg.evaluate, str(inputs["snapshot"].path))
@@ -273,13 +295,15 @@ def main() -> None:
     p.add_argument(
         "--seeded-rows", nargs="+", default=["sft-only"], choices=sorted(ROW_ASSETS), help="rows trained per seed"
     )
+    p.add_argument("--systems", nargs="+", help="with --eval-available: evaluate only these rows now")
     args = p.parse_args()
     data = Path(args.data).resolve()
     if args.eval_available:
         os.environ["GRAPHDOJO_DATA"] = str(data)
         from orchestration.domains import load_domain_file
 
-        report, out, secs = evaluate_available(data, Path(args.domain_file))
+        seeds = _known_seeds(data)
+        report, out, secs = evaluate_available(data, Path(args.domain_file), seeds, args.systems)
         domain = load_domain_file(Path(args.domain_file)).name
         print(f"## Learning table ({domain}, test split, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores)\n")
         print("\n".join(table(report)))
