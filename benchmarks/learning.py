@@ -137,6 +137,12 @@ ROW_ASSETS = {
 }
 
 
+def _known_seeds(data: Path) -> dict[int, dict[str, str]] | None:
+    """The training seeds :func:`train_seeds` recorded in the data folder (None: only the main run)."""
+    record = data / "seeds.json"
+    return {int(k): v for k, v in json.loads(record.read_text()).items()} if record.is_file() else None
+
+
 def train_seeds(data: Path, domain_file: Path, seeds: int, rows: list[str]) -> dict[int, dict[str, str]]:
     """Seeds 1 … ``seeds``−1 of the training assets ``rows`` need (seed 0 is the main run's),
     each a ``graphdojo materialize`` with ``GRAPHDOJO_TRAIN_SEED``; ``{seed: {asset: folder}}``
@@ -147,7 +153,7 @@ def train_seeds(data: Path, domain_file: Path, seeds: int, rows: list[str]) -> d
     domain = load_domain_file(domain_file).name
     assets = sorted({a for r in rows for a in ROW_ASSETS[r]})
     record = data / "seeds.json"
-    known = {int(k): v for k, v in json.loads(record.read_text()).items()} if record.is_file() else {}
+    known = _known_seeds(data) or {}
 
     def latest() -> dict[str, str]:
         catalog = Catalog(data / "catalog.duckdb")
@@ -175,12 +181,6 @@ def train_seeds(data: Path, domain_file: Path, seeds: int, rows: list[str]) -> d
         known[seed] = latest()
         record.write_text(json.dumps(known, indent=2))
     return {s: known[s] for s in range(seeds)}
-
-
-def _known_seeds(data: Path) -> dict[int, dict[str, str]] | None:
-    """The training seeds :func:`train_seeds` recorded in the data folder (None: only the main run)."""
-    record = data / "seeds.json"
-    return {int(k): v for k, v in json.loads(record.read_text()).items()} if record.is_file() else None
 
 
 def evaluate_available(
