@@ -173,6 +173,8 @@ def checkpoint_metadata(art: Artifact, preset: str) -> dict[str, Any]:
         out["validation_curve"] = records_table(validation, VALIDATION)
         out["validation_reward_first"] = float(validation[0]["reward"])
         out["validation_reward_last"] = float(validation[-1]["reward"])
+        if s.get("chosen_step") is not None:  # the saved weights' step (0: the stage did not improve its start)
+            out["chosen_step"], out["improved"] = int(s["chosen_step"]), bool(s.get("improved"))
     if s.get("selection"):
         out["question_selection"] = dg.MetadataValue.json(dict(s["selection"]))
     teacher = s.get("teacher") or {}

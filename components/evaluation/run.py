@@ -612,6 +612,17 @@ def _dancer_ablation_systems(
     return out
 
 
+def _rl_row(name: str, art: Artifact, method: str, start: str) -> SystemSpec:
+    """The row of an RL stage's checkpoint; when its validation curve kept step 0 (no later point
+    was better: the saved weights are its start's), the row says so and reuses the start row's
+    answers instead of presenting the start as an RL result."""
+    if art.summary.get("chosen_step") == 0 and art.summary.get("validation"):
+        what = f"{method}: did not improve its start (best validation point: step 0), so this is {start}"
+        return SystemSpec(name, "python_cypher", str(art.path), what, same_as=start)
+    step = art.summary.get("chosen_step")
+    return SystemSpec(name, "python_cypher", str(art.path), method + ("" if step is None else f" (step {step})"))
+
+
 def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str | None) -> list[SystemSpec]:
     dpo, pairs, ablations, rft = inputs["dancer_dpo"], inputs["pairs"], inputs["ablations"], inputs["rft"]
     dpo_current = dpo.path is not None and pairs.fingerprint in dpo.parents
@@ -633,7 +644,9 @@ def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str 
             "certified rejection-sampling fine-tuning",
             "" if rft.path is not None else f"not trained: {rft.summary.get('reason', 'no checkpoint')}",
         ),
-        SystemSpec("graphcert-grpo", "python_cypher", str(inputs["graphcert"].path), "GraphCert GRPO"),
+        _rl_row(
+            "graphcert-grpo", inputs["graphcert"], "GraphCert GRPO", "sft-only" if rft.path is None else "graphcert-rft"
+        ),
         SystemSpec("graphdancer-rl", "python_cypher", str(inputs["dancer_rl"].path), "GraphDancer stage 1 (GRPO)"),
         SystemSpec(
             "graphdancer-rl→dpo",

@@ -7,9 +7,13 @@ and, under a custom rollout, the fields the environment returns, which TRL forwa
 way. ``None`` means "not applicable" (the row has no gold answer). Unknown keyword arguments
 are ignored, as TRL passes every column.
 
-The final answer is the content of the last ``<answer>…</answer>`` block, else of a last line
-``Answer: …`` (also right after a closing tag, as in GRAIN's ``</think> Answer: 16``); neither:
-the answer is unparseable.
+The final answer (:func:`predictions`): under a multi-turn rollout, the answer the environment
+parsed from the episode's answer step (the ``parsed_answer`` column the rollout hands over, the
+same value evaluation scores; ``None`` there — the episode never answered — is unparseable), so
+text the environment inserted never counts as the model's answer. Without that column (a
+single-turn completion) it is the content of the last ``<answer>…</answer>`` block, else of a last
+line ``Answer: …`` (also right after a closing tag, as in GRAIN's ``</think> Answer: 16``);
+neither: the answer is unparseable.
 
 * ``graphcert`` — ``R = a + 0.10·(1 − a)·e``; ``a`` token F1 of the answer (sets compared as
   sets), ``e`` = S_evidence of the rollout's marked queries (``pred_evidence``) against the gold
@@ -48,6 +52,7 @@ __all__ = [
     "graph_structure_scores",
     "graphcert_reward",
     "graphdancer_reward",
+    "predictions",
 ]
 
 _ANSWER: Final = re.compile(r"<answer>(.*?)</answer>", re.S)
@@ -99,6 +104,24 @@ def _column(kwargs: Mapping[str, Any], name: str, n: int) -> list[Any]:
     return list(value)
 
 
+def predictions(completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[str | None]:
+    """Each completion's final answer: the environment's ``parsed_answer`` column when the
+    rollout provides one (what evaluation scores), else :func:`extract_answer` of the text.
+
+    >>> predictions(["<answer>7</answer>", "x"], {"parsed_answer": ["12", None]})
+    ['12', None]
+    >>> predictions(["<answer>7</answer>"], {})
+    ['7']
+    """
+    parsed = kwargs.get("parsed_answer")
+    if parsed is None:
+        return [extract_answer(c) for c in completions]
+    values = list(parsed)
+    if len(values) != len(completions):
+        raise ValueError(f"{len(completions)} completions but {len(values)} parsed answers")
+    return [None if v is None else str(v).strip() for v in values]
+
+
 def _queries(value: Any) -> list[str]:
     """Marked queries from a list of query strings, evidence items, or their JSON."""
     if value is None:
@@ -139,11 +162,10 @@ def graphcert_reward(
     )
     pred_ev = _column(kwargs, "pred_evidence", n)
     out: list[float | None] = []
-    for comp, g, t, gq, pq in zip(completions, gold, types, gold_ev, pred_ev, strict=True):
+    for pred, g, t, gq, pq in zip(predictions(completions, kwargs), gold, types, gold_ev, pred_ev, strict=True):
         if g is None:
             out.append(None)
             continue
-        pred = extract_answer(comp)
         if pred is None:
             out.append(0.0)
             continue
@@ -178,11 +200,10 @@ def graphdancer_reward(
     types = _column(kwargs, "answer_type", n)
     vfs = _column(kwargs, "valid_format", n)
     out: list[float | None] = []
-    for comp, g, t, vf in zip(completions, gold, types, vfs, strict=True):
+    for comp, pred, g, t, vf in zip(completions, predictions(completions, kwargs), gold, types, vfs, strict=True):
         if g is None:
             out.append(None)
             continue
-        pred = extract_answer(comp)
         em = exact_match(pred, g, t) if pred is not None else 0.0
         valid = float(bool(vf) if vf is not None else _valid_format(comp))
         present = float(bool(pred))
@@ -272,7 +293,8 @@ def grain_reward(completions: Sequence[Any], answer: Sequence[Any] | None = None
     irs = _column(kwargs, "gold_ir", n)
     types = _column(kwargs, "answer_type", n)
     out: list[float | None] = []
-    for comp, g, gir, t in zip(completions, gold, irs, types, strict=True):
+    preds = predictions(completions, kwargs)
+    for comp, pred, g, gir, t in zip(completions, preds, gold, irs, types, strict=True):
         if g is None or gir is None:
             out.append(None)
             continue
@@ -280,7 +302,6 @@ def grain_reward(completions: Sequence[Any], answer: Sequence[Any] | None = None
         pred_ir = _ir(blocks[-1]) if blocks else None
         scores = graph_structure_scores(pred_ir, gir)
         structure = (scores["node_f1"] + scores["edge_f1"] + scores["exact"]) / 3.0
-        pred = extract_answer(comp)
         correct = float(grain_correct(pred, g, t))
         fmt = float(isinstance(pred_ir, GraphIR) and pred is not None)
         out.append(0.5 * correct + 0.4 * structure + 0.1 * fmt)

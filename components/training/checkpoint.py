@@ -62,10 +62,12 @@ MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dp
 
 # Warm start (max_steps … max_examples), preference pairs (pair_*: questions, trajectories per
 # question), the RL stages (rl_*: rollouts per question = rl_generations, completions per step =
-# rl_batch, the rollouts' sampling temperature; rl_probe questions are first played rl_probe_samples
-# times by the starting checkpoint and GRPO trains on those it solves sometimes — 0: no probe;
-# rl_val_questions of the validation split are played every rl_val_every steps for the
-# validation-reward curve — 0: none; dancer_steps for GraphDancer stage 1), DPO (dpo_*) and GRAIN
+# rl_batch, the rollouts' sampling temperature and top-p (rl_top_p: 1.0 samples the full
+# distribution; evaluation samples with 0.8), the KL coefficient rl_beta (GraphCert's 1e-4);
+# rl_probe questions are first played rl_probe_samples times by the starting checkpoint and GRPO
+# trains on those it solves sometimes — 0: no probe; rl_val_questions of the validation split are
+# played every rl_val_every steps for the validation curve, whose best point is the checkpoint
+# kept — 0: none; dancer_steps for GraphDancer stage 1), DPO (dpo_*) and GRAIN
 # (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO, tokens per turn — a graph IR is
 # long, so its turns get their own budget); dpo_batch pairs per DPO step. Certified rejection-sampling
 # fine-tuning (rft_*, components/training/rft.py): rft_rounds rounds (0: the stage is off), each
@@ -90,6 +92,8 @@ PRESETS: Final = {
         "rl_turns": 2,
         "rl_learning_rate": 1e-5,
         "rl_temperature": 1.0,
+        "rl_top_p": 1.0,
+        "rl_beta": 1e-4,
         "rl_probe": 4,
         "rl_probe_samples": 2,
         "rl_val_questions": 2,
@@ -128,6 +132,8 @@ PRESETS: Final = {
         "rl_turns": 2,
         "rl_learning_rate": 1e-6,
         "rl_temperature": 0.7,  # at 1.0 the warm start almost never calls a tool (3 % vs 19 % at 0.7)
+        "rl_top_p": 1.0,
+        "rl_beta": 1e-4,
         "rl_probe": 8,
         "rl_probe_samples": 4,
         "rl_val_questions": 0,  # no validation curve in the 10-minute demo (2 steps); cpu-learn has one
@@ -167,6 +173,8 @@ PRESETS: Final = {
         "rl_turns": 2,
         "rl_learning_rate": 2e-5,
         "rl_temperature": 0.7,
+        "rl_top_p": 1.0,
+        "rl_beta": 1e-4,
         "rl_probe": 16,  # at least; the probe plays every question the stage will use (rl_steps × 2)
         "rl_probe_samples": 4,
         "rl_val_questions": 32,
@@ -204,6 +212,8 @@ PRESETS: Final = {
         "rl_turns": 6,
         "rl_learning_rate": 1e-6,
         "rl_temperature": 1.0,
+        "rl_top_p": 1.0,
+        "rl_beta": 1e-4,
         "rl_probe": 0,
         "rl_probe_samples": 4,
         "rl_val_questions": 200,
@@ -270,6 +280,12 @@ class TrainConfig:
     #: the warm start (and every SFT on top of it) trains LoRA adapters instead of all weights:
     #: ``{r: 16, alpha: 32}`` (components/training/sft.py; merged into the saved weights); None: full
     lora: Mapping[str, Any] | None = None
+    #: GRPO's advantages (TRL's ``scale_rewards``): ``group`` (None: the default — centred rewards
+    #: divided by the group's standard deviation), ``batch`` (by the batch's) or ``none`` (centred only)
+    rl_advantages: str | None = None
+    #: what makes a probed question "sometimes solved" (components/training/selection.py):
+    #: ``answer`` (None: the default — its answers' correctness varies) or ``reward``
+    rl_probe_by: str | None = None
 
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
@@ -303,6 +319,15 @@ class TrainConfig:
         bad = set(self.dancer_ablations) - set(DANCER_ABLATIONS)
         if bad:
             raise ValueError(f"dancer_ablations: unknown {sorted(bad)}; known: {list(DANCER_ABLATIONS)}")
+        from components.training.grpo import ADVANTAGE_SCALES
+        from components.training.selection import PROBE_SIGNALS
+
+        for name, allowed in (("rl_advantages", ADVANTAGE_SCALES), ("rl_probe_by", PROBE_SIGNALS)):
+            value = getattr(self, name)
+            if value not in (None, *allowed):
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+            if value == allowed[0]:  # the default, spelled out: the same fingerprints as unset
+                object.__setattr__(self, name, None)
         if self.lora is not None:
             from components.training.sft import LORA_DEFAULTS
 
@@ -398,10 +423,21 @@ class CheckpointResult:
     #: the warm start: its teacher data — coverage per template family and relationship use
     #: (:func:`~components.training.teacher.teacher_coverage`) and the decision-token share
     teacher: dict[str, Any] = field(default_factory=dict)
+    #: the RL stages with a validation curve: the step whose weights were saved (the best point;
+    #: 0: the stage did not improve on its start — the saved weights are the start's)
+    chosen_step: int | None = None
+
+    @property
+    def improved(self) -> bool | None:
+        """Whether the saved weights are a trained step's rather than the start's (None: no
+        validation curve chose them)."""
+        return None if self.chosen_step is None or not self.validation else self.chosen_step > 0
 
     def summary(self) -> dict[str, Any]:
         """What the catalog and Dagster record of a trained checkpoint."""
         return {
+            "chosen_step": self.chosen_step,
+            "improved": self.improved,
             "losses": self.losses,
             "examples": self.examples,
             "dropped": len(self.dropped),
@@ -497,7 +533,8 @@ def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, 
             "",
             f"{sel.get('probed')} questions of the training split played {sel.get('samples')} times each by the "
             f"starting checkpoint: {sel.get('never')} never solved, {sel.get('sometimes')} sometimes, "
-            f"{sel.get('always')} always (mean reward {_fmt(sel.get('probe_reward'))}); trained on "
+            f"{sel.get('always')} always (by {sel.get('by', 'reward')}; mean {_fmt(sel.get('probe_reward'))}); "
+            f"trained on "
             f"{sel.get('selected')}, {sel.get('selected_sometimes')} of them sometimes solved.",
         ]
     if result.curves:
@@ -517,6 +554,17 @@ def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, 
             "|" + "---|" * len(cols),
         ]
         lines += ["| " + " | ".join(_fmt(c.get(k)) for k in cols) + " |" for c in result.validation]
+        if result.chosen_step is not None:
+            lines += [
+                "",
+                f"**Saved weights: step {result.chosen_step}**"
+                + (
+                    " — the start: no later validation point was better, so this stage did not improve on "
+                    "its starting checkpoint."
+                    if result.chosen_step == 0
+                    else " (the best validation point)."
+                ),
+            ]
     lines += [
         "",
         "Trained with a small budget for small-model experiments; see the evaluation report before relying on it.",
@@ -526,7 +574,7 @@ def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, 
 
 
 CURVE_KEYS: Final = ("loss", "reward", "kl", "tool_call_rate", "valid_format", "nonzero_advantage", "margin")
-VALIDATION_KEYS: Final = ("step", "reward", "reward_se", "tool_call_rate", "valid_format", "episodes")
+VALIDATION_KEYS: Final = ("step", "em", "em_se", "reward", "reward_se", "tool_call_rate", "valid_format", "episodes")
 
 
 def plot_curves(curves: Sequence[Mapping[str, Any]], path: Path, validation: Sequence[Mapping[str, Any]] = ()) -> bool:

@@ -15,8 +15,17 @@ reward functions as columns (``valid_format``, ``rounds``, ``invalid_calls``, ``
 reward reads ``valid_format`` from there, the ``graphcert`` reward ``pred_evidence`` (its gold
 side is the dataset's ``evidence_json`` / ``evidence_queries`` column).
 TRL's ``rollout_func`` is experimental in 1.16 (hence the exact pin). With a
-:class:`Validation` set, the run also records the mean reward on held-out questions before
-training and every few steps (the validation curve: what tells whether the policy improved).
+:class:`Validation` set, the run also records the mean reward and the answers' EM on held-out
+questions before training and every few steps (the validation curve: what tells whether the
+policy improved) and, by default, **keeps the best point**: the weights of the best-scoring
+evaluation (EM, then reward; a later point must be strictly better) are restored before the model
+is saved, and :attr:`TrainResult.chosen_step` says which step that was — 0 means the stage did not
+improve on its start, and the saved weights are the start's.
+
+**Advantages** (``scale_rewards``, TRL's option): ``group`` divides each group's centred rewards
+by the group's standard deviation (TRL's default: a group of wrong answers whose rewards differ
+only by the evidence term's 0.01–0.03 gets full-size advantages), ``batch`` by the whole batch's,
+``none`` leaves them centred but unscaled (differences of 0.02 stay small).
 
 **Scored spans** (:func:`span_trainer`): in the training pass, log-probabilities and entropies
 are computed only at the model's own completion tokens — environment tokens are attended to as
@@ -30,7 +39,7 @@ no reporting; ``batch_size`` counts completions and must be divisible by ``num_g
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,17 +49,23 @@ from components.tools.env import ToolEnvironment
 from components.training.selection import play, rollout_columns, score, summarize
 
 __all__ = [
+    "ADVANTAGE_SCALES",
     "GRPORunConfig",
     "MultiTurn",
     "TrainResult",
     "Validation",
     "grpo_args",
     "policy_backend",
+    "restore_weights",
     "rollout_summary",
     "run_grpo",
     "span_logps",
     "span_trainer",
 ]
+
+
+#: how GRPO scales the centred rewards into advantages (TRL's ``scale_rewards``)
+ADVANTAGE_SCALES = ("group", "batch", "none")
 
 
 def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
@@ -77,6 +92,7 @@ def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
         temperature=config.temperature,
         beta=config.beta,
         epsilon=config.epsilon,
+        scale_rewards=config.scale_rewards,
         shuffle_dataset=config.shuffle,
         use_vllm=config.use_vllm,
         **vllm,
@@ -172,6 +188,7 @@ class GRPORunConfig:
     temperature: float = 1.0
     beta: float = 1e-4  # KL coefficient (GraphCert's initial 1e-4; docs/methods.md, "Training")
     epsilon: float = 0.2  # clip
+    scale_rewards: str = "group"  # advantages: group / batch / none (see the module docstring)
     seed: int = 0
     threads: int | None = None
     precision: str = "auto"  # components/llm/precision.py: bfloat16 autocast where native
@@ -187,6 +204,8 @@ class GRPORunConfig:
             raise ValueError("micro_batch must be >= 1 and divide batch_size (or exceed it: one pass)")
         if self.num_generations < 2:
             raise ValueError("GRPO needs at least 2 generations per prompt (group-normalised advantages)")
+        if self.scale_rewards not in ADVANTAGE_SCALES:
+            raise ValueError(f"scale_rewards must be one of {ADVANTAGE_SCALES}, got {self.scale_rewards!r}")
 
     @property
     def micro_batch_size(self) -> int:
@@ -204,18 +223,34 @@ class TrainResult:
     config: dict[str, Any] = field(default_factory=dict)
     rollouts: list[dict[str, float]] = field(default_factory=list)  # per generation step (multi-turn)
     validation: list[dict[str, Any]] = field(default_factory=list)  # the validation curve (multi-turn)
+    #: the step whose weights were saved: the best validation point (0: the start was best), or
+    #: the last step without a validation set (or with ``keep_best`` off)
+    chosen_step: int | None = None
 
 
 @dataclass(frozen=True)
 class Validation:
-    """A fixed set of held-out rows (``prompt`` and the reward's columns) played ``samples`` times
-    each with the same seed before training and every ``every`` steps (and after the last): the
-    validation-reward curve. Rewarded by the run's first reward function."""
+    """A fixed set of held-out rows (``prompt``, ``answer``, ``answer_type`` and the reward's
+    columns) played ``samples`` times each with the same seed before training and every ``every``
+    steps (and after the last): the validation curve (reward and EM). Rewarded by the run's first
+    reward function. ``keep_best``: the best point's weights are the ones saved, ranked by
+    ``metric`` (``em`` or ``reward``) then the other; a later point must be strictly better."""
 
     rows: Sequence[dict[str, Any]]
     every: int = 2
     samples: int = 1
     rollout: RolloutConfig | None = None  # default: the training rollouts' config
+    keep_best: bool = True
+    metric: str = "em"
+
+    def __post_init__(self) -> None:
+        if self.metric not in ("em", "reward"):
+            raise ValueError(f"validation metric must be em or reward, got {self.metric!r}")
+
+    def rank(self, point: Mapping[str, Any]) -> tuple[float, float]:
+        """The order in which points compete for "best" (higher is better)."""
+        other = "reward" if self.metric == "em" else "em"
+        return float(point.get(self.metric) or 0.0), float(point.get(other) or 0.0)
 
 
 @dataclass(frozen=True)
@@ -229,8 +264,9 @@ class MultiTurn:
     validation: Validation | None = None
 
     def validation_callback(self, reward: Callable[..., Any]) -> Any:
-        """A ``TrainerCallback`` that records the validation curve in ``.points`` (needs
-        ``.trainer`` set before training starts)."""
+        """A ``TrainerCallback`` that records the validation curve in ``.points`` and, with
+        ``keep_best``, restores the best point's weights when training ends (``.chosen_step``);
+        needs ``.trainer`` set before training starts."""
         from transformers import TrainerCallback
 
         spec, make_env = self.validation, self.make_env
@@ -243,6 +279,8 @@ class MultiTurn:
 
             def __init__(self) -> None:
                 self.points: list[dict[str, Any]] = []
+                self.chosen_step: int | None = None
+                self._best: tuple[tuple[float, float], int, dict[str, Any]] | None = None
 
             def _evaluate(self, step: int) -> None:
                 model = self.trainer.model
@@ -253,7 +291,11 @@ class MultiTurn:
                 finally:
                     model.train(was_training)
                 rows = [row for row in spec.rows for _ in range(spec.samples)]
-                self.points.append({"step": step, **summarize(records, score(reward, records, rows))})
+                point = {"step": step, **summarize(records, score(reward, records, rows), rows)}
+                self.points.append(point)
+                if spec.keep_best and (self._best is None or spec.rank(point) > self._best[0]):
+                    weights = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+                    self._best = (spec.rank(point), step, weights)
 
             def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                 self._evaluate(0)
@@ -262,6 +304,16 @@ class MultiTurn:
                 step = int(state.global_step)
                 if step % max(1, spec.every) == 0 or step >= int(state.max_steps):
                     self._evaluate(step)
+
+            def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                last = int(state.global_step)
+                if self._best is None:
+                    self.chosen_step = last
+                    return
+                _rank, step, weights = self._best
+                if step != last:
+                    restore_weights(self.trainer.model, weights)
+                self.chosen_step, self._best = step, None
 
         return ValidationCurve()
 
@@ -290,6 +342,19 @@ class MultiTurn:
             }
 
         return rollout
+
+
+def restore_weights(model: Any, weights: Mapping[str, Any]) -> None:
+    """Copy saved parameter tensors (by name) back into ``model`` in place; every name must exist."""
+    import torch
+
+    params = dict(model.named_parameters())
+    missing = set(weights) - set(params)
+    if missing:
+        raise ValueError(f"saved weights name parameters the model lacks: {sorted(missing)[:3]}")
+    with torch.no_grad():
+        for name, value in weights.items():
+            params[name].copy_(value)
 
 
 def span_logps(
@@ -415,4 +480,5 @@ def run_grpo(
         asdict(config) | ({} if multi_turn is None else {"rollout": asdict(multi_turn.rollout)}),
         [] if multi_turn is None else list(multi_turn.history),
         [] if curve is None else list(curve.points),
+        int(trainer.state.global_step) if curve is None else curve.chosen_step,
     )

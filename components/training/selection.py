@@ -3,9 +3,14 @@
 GRPO learns only from a group whose rewards differ: a question the policy never solves or always
 solves gives every rollout the same group-normalised advantage, 0, and the weights do not move.
 :func:`probe` plays each candidate question ``samples`` times with the starting checkpoint and
-:func:`sometimes_solved` keeps the questions whose rewards vary (closest to a 50 % solve rate
-first), filling up with the others only when too few vary; its report counts never / sometimes /
-always solved.
+:func:`sometimes_solved` keeps the questions whose probe signal varies (closest to a 50 % solve
+rate first), filling up with the others only when too few vary; its report counts never /
+sometimes / always solved. The signal is, by default, whether each episode's **answer is
+correct** (:func:`answers_correct`, the evaluation's typed comparison): with the GraphCert
+reward a group of wrong answers still has rewards that differ by the evidence term's 0.01–0.03,
+and counting any reward variance as "sometimes solved" picked questions the policy never
+answered (46 of 48 probed questions looked "sometimes solved" on the learning table); ``by
+"reward"`` keeps that older rule.
 
 :func:`score` is the reward of played episodes as the trainer computes it (the reward function
 sees the dataset's columns and the rollout's statistics, see :mod:`components.training.grpo`);
@@ -24,7 +29,10 @@ from typing import Any
 from components.rollout.runner import RolloutConfig, RolloutRecord, RolloutRunner
 from components.tools.env import ToolEnvironment
 
-__all__ = ["play", "probe", "rollout_columns", "score", "sometimes_solved", "summarize"]
+__all__ = ["answers_correct", "play", "probe", "rollout_columns", "score", "sometimes_solved", "summarize"]
+
+#: what makes a probed question "sometimes solved": its answers' correctness varies, or its reward
+PROBE_SIGNALS = ("answer", "reward")
 
 
 def rollout_columns(records: Sequence[RolloutRecord]) -> dict[str, list[Any]]:
@@ -38,7 +46,26 @@ def rollout_columns(records: Sequence[RolloutRecord]) -> dict[str, list[Any]]:
         "evidence_hit": [s.evidence_hit for s in stats],
         "level": [s.level for s in stats],
         "pred_evidence": [r.evidence for r in records],
+        # the answer the environment parsed (None: the episode never answered): what the rewards
+        # score, as evaluation does, instead of re-reading the completion's text
+        "parsed_answer": [s.answer if s.answered else None for s in stats],
     }
+
+
+def answers_correct(records: Sequence[RolloutRecord], rows: Sequence[Mapping[str, Any]]) -> list[float]:
+    """1.0 where the episode's parsed answer equals the row's gold ``answer`` (typed by its
+    ``answer_type``: :func:`~components.rubric.metrics.exact_match`, the evaluation's EM), else 0.0;
+    a row without a gold answer counts 0."""
+    from components.rubric.metrics import exact_match
+
+    if len(records) != len(rows):
+        raise ValueError(f"{len(records)} records but {len(rows)} rows")
+    out = []
+    for rec, row in zip(records, rows, strict=True):
+        gold, stats = row.get("answer"), rec.stats
+        ok = gold is not None and stats is not None and stats.answered and stats.answer is not None
+        out.append(exact_match(stats.answer, gold, row.get("answer_type")) if ok else 0.0)
+    return out
 
 
 def score(
@@ -67,18 +94,28 @@ def play(
     return RolloutRunner(backend, make_env, rollout).run(episodes, n=samples) if episodes else []
 
 
-def summarize(records: Sequence[RolloutRecord], rewards: Sequence[float]) -> dict[str, float]:
-    """Mean reward (with its standard error), tool-call and valid-format rates of played episodes."""
-    n = len(rewards)
-    mean = fmean(rewards) if n else 0.0
-    se = (sum((x - mean) ** 2 for x in rewards) / (n - 1) / n) ** 0.5 if n > 1 else 0.0
-    return {
+def _mean_se(values: Sequence[float]) -> tuple[float, float]:
+    n = len(values)
+    mean = fmean(values) if n else 0.0
+    return mean, ((sum((x - mean) ** 2 for x in values) / (n - 1) / n) ** 0.5 if n > 1 else 0.0)
+
+
+def summarize(
+    records: Sequence[RolloutRecord], rewards: Sequence[float], rows: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, float]:
+    """Mean reward (with its standard error), tool-call and valid-format rates of played episodes;
+    with ``rows`` (each record's dataset row) also the answers' EM (with its standard error)."""
+    mean, se = _mean_se(rewards)
+    out = {
         "reward": mean,
         "reward_se": se,
         "tool_call_rate": sum(r.stats.valid_calls > 0 for r in records) / max(1, len(records)),
         "valid_format": sum(bool(r.stats.valid_format) for r in records) / max(1, len(records)),
         "episodes": len(records),
     }
+    if rows is not None:
+        out["em"], out["em_se"] = _mean_se(answers_correct(records, rows))
+    return out
 
 
 def probe(
@@ -88,19 +125,25 @@ def probe(
     rollout: RolloutConfig,
     reward: Callable[..., Sequence[float | None]],
     samples: int,
+    by: str = "answer",
 ) -> list[list[float]]:
-    """The rewards of ``samples`` episodes of each row, played by ``backend``."""
+    """Per row, the probe signal of ``samples`` episodes played by ``backend``: whether each
+    answer is correct (``by="answer"``: 1.0 / 0.0) or its reward (``by="reward"``)."""
+    if by not in PROBE_SIGNALS:
+        raise ValueError(f"probe by {by!r}: one of {PROBE_SIGNALS}")
     records = play(backend, rows, make_env, rollout, samples)
-    rewards = score(reward, records, [row for row in rows for _ in range(samples)])
-    return [rewards[i * samples : (i + 1) * samples] for i in range(len(rows))]
+    repeated = [row for row in rows for _ in range(samples)]
+    values = answers_correct(records, repeated) if by == "answer" else score(reward, records, repeated)
+    return [values[i * samples : (i + 1) * samples] for i in range(len(rows))]
 
 
 def sometimes_solved(
     rows: Sequence[Mapping[str, Any]], groups: Sequence[Sequence[float]], want: int, *, seed: int = 0
 ) -> tuple[list[Mapping[str, Any]], dict[str, Any]]:
-    """Up to ``want`` rows: those whose probe rewards vary, closest to a mean of 0.5 first (ties in
-    a seeded order), then the others; and the report (``probed``, ``never``, ``sometimes``,
-    ``always``, ``selected``, ``selected_sometimes``, ``probe_reward``)."""
+    """Up to ``want`` rows: those whose probe values (:func:`probe`) vary, closest to a mean of 0.5
+    first (ties in a seeded order), then the others; and the report (``probed``, ``never``,
+    ``sometimes``, ``always``, ``selected``, ``selected_sometimes``, ``probe_reward``: the mean
+    probe value — a solve rate when probed by answer)."""
     if len(rows) != len(groups):
         raise ValueError(f"{len(rows)} rows but {len(groups)} probe groups")
     order = list(range(len(rows)))

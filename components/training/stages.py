@@ -159,8 +159,9 @@ def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuff
         num_generations=r["rl_generations"],
         max_completion_length=r["rl_turns"] * r["rl_new_tokens"] + 1024,
         temperature=r["rl_temperature"],  # TRL scores the sampled tokens at this temperature
-        beta=1e-4,
+        beta=r["rl_beta"],
         epsilon=0.2,
+        scale_rewards=config.rl_advantages or "group",
         seed=config.seed,
         threads=config.threads,
         precision=config.precision,
@@ -185,6 +186,7 @@ def _rollout(
         max_turns=turns or r["rl_turns"],
         max_new_tokens=new_tokens or r["rl_new_tokens"],
         temperature=r["rl_temperature"],
+        top_p=r["rl_top_p"],
         seed=config.seed,
         stops=tuple(stops),
         system_prompt=system_prompt,
@@ -213,9 +215,10 @@ def _plan(
 ) -> tuple[list[dict[str, Any]], Any, dict[str, Any]]:
     """``(training rows, MultiTurn, selection report)`` of an RL stage: with ``rl_probe``, that many
     rows (a seeded sample) are played ``rl_probe_samples`` times by ``start_dir`` and the ``want``
-    rows it solves sometimes come first (:func:`~components.training.selection.sometimes_solved`);
-    else the first ``want`` rows. With ``rl_val_questions``, the first that many ``validation`` rows
-    make the validation curve. ``prepare`` turns raw rows into prompt rows; only the rows used
+    rows it solves sometimes (by ``train.rl_probe_by``: answer correctness, or reward) come first
+    (:func:`~components.training.selection.sometimes_solved`); else the first ``want`` rows. With
+    ``rl_val_questions``, the first that many ``validation`` rows make the validation curve, whose
+    best point (EM, then reward) is the checkpoint kept. ``prepare`` turns raw rows into prompt rows; only the rows used
     go through it (anchoring runs programs)."""
     import random
 
@@ -228,12 +231,14 @@ def _plan(
         from components.llm.transformers_backend import TransformersBackend
 
         candidates = prepare(random.Random(config.seed).sample(rows, min(len(rows), max(int(r["rl_probe"]), want))))
+        by = config.rl_probe_by or "answer"
         backend = TransformersBackend(start_dir, threads=config.threads, dtype=config.precision)
         try:
-            groups = probe(backend, candidates, make_env, rollout, reward, int(r["rl_probe_samples"]))
+            groups = probe(backend, candidates, make_env, rollout, reward, int(r["rl_probe_samples"]), by=by)
         finally:
             backend.close()
         picked, report = sometimes_solved(candidates, groups, want, seed=config.seed)
+        report["by"] = by
         rows = [dict(x) for x in picked]
     else:
         rows = prepare(rows[:want])
@@ -270,6 +275,7 @@ def _finish(
         notes=list(notes),
         validation=list(getattr(train, "validation", ())),
         selection=dict(selection or {}),
+        chosen_step=getattr(train, "chosen_step", None) if getattr(train, "validation", None) else None,
     )
     write_checkpoint_files(result, data_fingerprint=data_fingerprint, domain=domain, method_text=METHODS[method])
     return result

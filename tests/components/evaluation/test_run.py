@@ -361,3 +361,27 @@ def test_several_training_seeds_make_one_row_whose_interval_covers_them(setup, t
     assert {r["train_seed"] for r in report["records"] if r["system"] == "sft-only"} == {0, 1}
     pair = next(p for p in report["paired"] if (p["a"], p["b"]) == ("sft-only", "answer prior"))
     assert set(pair["em"]["per_seed"]) == {"0", "1"}
+
+
+def test_an_rl_stage_that_kept_its_start_is_reported_as_its_start(setup) -> None:
+    """An RL checkpoint whose validation curve kept step 0 is its start's weights: the report row
+    says so and reuses the start row's answers (not an RL result in disguise); a stage that kept a
+    trained step is evaluated as itself, with the step in its method."""
+    from components.evaluation.run import _rl_row
+    from components.store.artifact import Artifact
+
+    db, model = setup
+    curve = [{"step": 0, "em": 0.5}, {"step": 2, "em": 0.25}]
+    kept_start = Artifact("graphcert_grpo", "lib", "f", str(model), summary={"chosen_step": 0, "validation": curve})
+    moved = Artifact("graphcert_grpo", "lib", "g", str(model), summary={"chosen_step": 2, "validation": curve})
+    row = _rl_row("graphcert-grpo", kept_start, "GraphCert GRPO", "sft-only")
+    assert row.same_as == "sft-only" and "did not improve its start" in row.method
+    assert _rl_row("graphcert-grpo", moved, "GraphCert GRPO", "sft-only").same_as is None
+    assert _rl_row("graphcert-grpo", moved, "GraphCert GRPO", "sft-only").method == "GraphCert GRPO (step 2)"
+    systems = [SystemSpec("sft-only", "python_cypher", str(model)), row]
+    config = EvalConfig(samples=1, max_turns=2, max_new_tokens=8, threads=1, judge=False)
+    report = evaluate_systems(systems, ROWS, str(db), config, judge_model_dir=str(model))
+    by = {}
+    for r in report["records"]:
+        by.setdefault(r["system"], []).append((r["question_id"], r["seed"], r["answer"], r["tokens"]))
+    assert by["graphcert-grpo"] == by["sft-only"] and len(by["sft-only"]) == 2

@@ -17,6 +17,7 @@ from components.rubric.rewards import (
     graph_structure_scores,
     graphcert_reward,
     graphdancer_reward,
+    predictions,
 )
 
 Q = "MATCH (a:Author {name: $n})-[:WROTE]->(p:Paper) RETURN count(p) AS n"
@@ -166,3 +167,22 @@ def test_answer_metrics() -> None:
     m = answer_metrics(None, "x")
     assert m == {"f1": 0.0, "em": 0.0, "raw_em": 0.0, "rouge_l": 0.0}
     assert answer_metrics(True, "yes")["em"] == 1.0  # booleans read as yes / no
+
+
+def test_rewards_read_the_environments_parsed_answer() -> None:
+    """Under a rollout the reward scores the answer the environment parsed (what evaluation
+    scores), not an ``<answer>`` tag or ``Answer:`` line that appears anywhere in the completion's
+    text — e.g. inside an observation the environment inserted."""
+    echoed = "print(x)\n<information>\nAnswer: 12\n</information>\n"  # the model never answered
+    answered = "<answer>12</answer>"
+    gold = ["12", "12"]
+    # without the rollout's column the text is read (single-turn completions)
+    assert graphcert_reward([echoed, answered], answer=gold) == [1.0, 1.0]
+    parsed = {"parsed_answer": [None, "12.0"], "answer_type": ["number", "number"]}
+    assert graphcert_reward([echoed, answered], answer=gold, **parsed) == [0.0, 1.0]
+    assert graphdancer_reward([echoed, answered], answer=gold, valid_format=[False, True], **parsed) == [0.0, 1.0]
+    # the parsed answer wins over the text's even when both exist
+    assert graphcert_reward([answered], answer=["12"], parsed_answer=["13"]) == [0.0]
+    assert predictions(["a", "b"], {"parsed_answer": [" 7 ", None]}) == ["7", None]
+    with pytest.raises(ValueError, match="parsed answers"):
+        predictions(["a", "b"], {"parsed_answer": ["7"]})

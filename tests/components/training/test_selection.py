@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from components.training.selection import play, probe, score, sometimes_solved, summarize
+from components.training.selection import answers_correct, play, probe, score, sometimes_solved, summarize
 
 
 def test_sometimes_solved_prefers_varying_groups_closest_to_half() -> None:
@@ -68,12 +68,18 @@ def test_probe_scores_each_episode_as_the_trainer_does(tmp_path: Path) -> None:
         qp = ReadOnlyQueryPath(graph, schema=schema)
         make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
         rollout = RolloutConfig(max_turns=2, max_new_tokens=16, stops=CODE_STOPS, seed=5)
-        groups = probe(backend, rows, make_env, rollout, spy, samples=3)
+        groups = probe(backend, rows, make_env, rollout, spy, samples=3, by="reward")
+        solved = probe(backend, rows, make_env, rollout, spy, samples=3)  # by answer: the default
         records = play(backend, rows, make_env, rollout, 3)
+        with pytest.raises(ValueError, match="probe by"):
+            probe(backend, rows, make_env, rollout, spy, samples=3, by="length")
     backend.close()
     assert [len(g) for g in groups] == [3, 3]
     # the same seed plays the same episodes: the probe's rewards are the records' own
     assert [x for g in groups for x in g] == [len(r.completion_text) / 1000 for r in records]
+    # by answer: each episode's typed EM against the row's gold answer (a random model: never right)
+    assert solved == [answers_correct(records[:3], rows[:1] * 3), answers_correct(records[3:], rows[1:] * 3)]
+    assert solved == [[0.0] * 3, [0.0] * 3]
     cols = seen[0]
     assert cols["answer"] == ["Ann Lee, Bob Stone"] * 3 + ["3"] * 3
     assert cols["level"] == [r.stats.level for r in records] != ["curriculum-level"] * 6  # the rollout's level
@@ -85,3 +91,61 @@ def test_probe_scores_each_episode_as_the_trainer_does(tmp_path: Path) -> None:
     s = summarize(records, [1.0, 0.0, 1.0, 0.0, 1.0, 0.0])
     assert s["reward"] == 0.5 and s["episodes"] == 6 and s["reward_se"] == pytest.approx((0.3 / 6) ** 0.5)
     assert 0.0 <= s["tool_call_rate"] <= 1.0 and 0.0 <= s["valid_format"] <= 1.0
+
+
+def _record(answer: str | None, answered: bool = True):
+    """A played episode's record as the runner builds it (only its statistics matter here)."""
+    from components.rollout.runner import RolloutRecord, TrajectoryStats
+
+    stats = TrajectoryStats(
+        valid_format=answered,
+        valid_calls=1,
+        invalid_calls=0,
+        halted=False,
+        rounds=1,
+        s_rounds=1,
+        e_rounds=0,
+        level="L1",
+        evidence_hit=None,
+        answer=answer,
+        answered=answered,
+        model_tokens=10,
+        env_tokens=5,
+        truncated=not answered,
+    )
+    return RolloutRecord(row={}, prompt_ids=[1], stats=stats, completion_text=f"<answer>{answer}</answer>")
+
+
+def test_answers_correct_is_the_evaluations_typed_match() -> None:
+    from components.training.selection import answers_correct, rollout_columns
+
+    records = [_record("12.0"), _record("true"), _record("3"), _record("Bob; Ann"), _record(None, answered=False)]
+    rows = [
+        {"answer": "12", "answer_type": "number"},
+        {"answer": "yes", "answer_type": "boolean"},
+        {"answer": "-3", "answer_type": "number"},  # a sign is never dropped
+        {"answer": ["Ann", "Bob"], "answer_type": "set"},
+        {"answer": "x"},
+    ]
+    assert answers_correct(records, rows) == [1.0, 1.0, 0.0, 1.0, 0.0]
+    assert answers_correct([_record("5")], [{"prompt": "no gold"}]) == [0.0]
+    with pytest.raises(ValueError, match="records but"):
+        answers_correct(records, rows[:2])
+    # the rollout hands the rewards the environment's parsed answer (None: never answered)
+    assert rollout_columns(records)["parsed_answer"] == ["12.0", "true", "3", "Bob; Ann", None]
+    s = summarize(records, [0.0] * 5, rows)
+    assert s["em"] == pytest.approx(0.6) and s["em_se"] > 0
+
+
+def test_probing_by_answer_ignores_reward_differences_among_wrong_answers() -> None:
+    """The learning table's failure: groups whose answers are all wrong still have rewards that
+    differ by the evidence term (0.01–0.03), so probing by reward called them "sometimes solved";
+    probing by answer correctness calls them never solved and prefers the really mixed group."""
+    rows = [{"id": i} for i in range(3)]
+    rewards = [[0.02, 0.03, 0.0, 0.01], [1.0, 0.02, 1.0, 0.0], [0.01, 0.03, 0.02, 0.0]]
+    correct = [[0.0, 0.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+    _, by_reward = sometimes_solved(rows, rewards, want=1)
+    chosen, by_answer = sometimes_solved(rows, correct, want=1)
+    assert by_reward["sometimes"] == 3 and by_reward["never"] == 0
+    assert by_answer["sometimes"] == 1 and by_answer["never"] == 2 and chosen == [{"id": 1}]
+    assert by_answer["probe_reward"] == pytest.approx(2 / 12)  # the solve rate

@@ -206,3 +206,38 @@ def test_graphdancer_stage1_as_ppo_with_a_critic(tiny_model: Path, tmp_path: Pat
     assert json.loads((tmp_path / "rl" / "ppo_log.json").read_text())["config"]["clip"] == 0.2
     with pytest.raises(ValueError, match="dancer_stage1"):
         TrainConfig(preset="cpu-tiny", dancer_stage1="a2c")
+
+
+def test_rl_choices_are_checked_and_reach_the_trainer_without_touching_the_warm_start() -> None:
+    """``rl_advantages`` / ``rl_probe_by`` / ``rl_beta`` / ``rl_top_p``: checked when the domain is
+    read, the defaults spelled out fingerprint as unset, a choice fingerprints GraphCert GRPO but
+    not the warm start, and it reaches TRL's config and the rollouts."""
+    from components.store.artifact import Artifact
+    from components.training.checkpoint import CHECKPOINTS
+    from components.training.grpo import grpo_args
+    from components.training.stages import GRAPHCERT_GRPO, _grpo_config, _rollout
+
+    with pytest.raises(ValueError, match="rl_advantages must be one of"):
+        TrainConfig(preset="cpu-demo", rl_advantages="per-token")
+    with pytest.raises(ValueError, match="rl_probe_by must be one of"):
+        TrainConfig(preset="cpu-demo", rl_probe_by="length")
+    inputs = {
+        name: Artifact(layer, "lab", f"fp-{name}", None)
+        for name, layer in (
+            ("checkpoint", "checkpoints"),
+            ("certified", "certified_dataset"),
+            ("curriculum", "curriculum_splits"),
+            ("snapshot", "graph_snapshot"),
+        )
+    }
+    unset = TrainConfig(preset="cpu-demo")
+    spelled = TrainConfig(preset="cpu-demo", rl_advantages="group", rl_probe_by="answer")
+    chosen = TrainConfig(preset="cpu-demo", rl_advantages="none", budgets={"rl_beta": 0.01, "rl_top_p": 0.8})
+    assert GRAPHCERT_GRPO.fingerprint(inputs, spelled) == GRAPHCERT_GRPO.fingerprint(inputs, unset)
+    assert GRAPHCERT_GRPO.fingerprint(inputs, chosen) != GRAPHCERT_GRPO.fingerprint(inputs, unset)
+    assert CHECKPOINTS.fingerprint(inputs, chosen) == CHECKPOINTS.fingerprint(inputs, unset)
+    r = chosen.resolved()
+    args = grpo_args(_grpo_config(r, chosen, steps=2), "/tmp/unused")
+    assert (args.scale_rewards, args.beta) == ("none", 0.01)
+    assert grpo_args(_grpo_config(unset.resolved(), unset, steps=2), "/tmp/unused").scale_rewards == "group"
+    assert _rollout(r, chosen, ("</answer>",)).top_p == 0.8

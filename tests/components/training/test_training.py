@@ -383,3 +383,81 @@ def test_span_scoring_equals_full_scoring_on_the_model_tokens(tiny_model: Path) 
     model.zero_grad()
     (full * scored[0]).sum().backward()
     assert torch.allclose(grad_span, model.get_output_embeddings().weight.grad, atol=1e-5)
+
+
+def _grpo_keeping_best(tiny_model: Path, tmp_path: Path, schedule: list[float], keep_best: bool = True):
+    """Two GRPO steps (lr 1e-3: the weights move) whose validation points score ``schedule``
+    (steps 0, 1, 2) while the training reward varies between episodes; ``(result, saved weights)``."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+    from components.graph.load import load_graph
+    from components.rollout import RolloutConfig
+    from components.rollout.runner import CODE_STOPS
+    from components.tools.episodes import PythonCypherEnvironment
+    from components.training.grpo import GRPORunConfig, MultiTurn, Validation, run_grpo
+    from tests.components.tools.test_graph_cot import library_graph
+
+    db = tmp_path / "db"
+    load_graph(library_graph(), db)
+    points: list[float] = []
+
+    def reward(completions, **kwargs):
+        if "trainer_state" in kwargs:  # TRL's calls: a reward that differs between episodes
+            return [len(c) / 100 for c in completions]
+        points.append(schedule[len(points)])  # a validation point
+        return [points[-1]] * len(completions)
+
+    held_out = [{"prompt": "How many papers are there?", "answer": "3"}]
+    rows = [{"prompt": "Who wrote p2?", "answer": "Ann Lee, Bob Stone"}] * 4
+    rollout = RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS, seed=3)
+    with LadybugBackend(db) as backend:
+        schema = backend.schema()
+        qp = ReadOnlyQueryPath(backend, schema=schema)
+        make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
+        spec = Validation(held_out, every=1, metric="reward", keep_best=keep_best)
+        result = run_grpo(
+            tiny_model,
+            rows,
+            [reward],
+            tmp_path / "out",
+            GRPORunConfig(
+                max_steps=2,
+                batch_size=4,
+                num_generations=2,
+                max_completion_length=512,
+                threads=1,
+                learning_rate=1e-3,
+                precision="float32",
+            ),
+            multi_turn=MultiTurn(make_env, rollout, validation=spec),
+        )
+    assert points == schedule
+    return result, AutoModelForCausalLM.from_pretrained(tmp_path / "out").state_dict()
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_grpo_keeps_the_best_validation_point(tiny_model: Path, tmp_path: Path) -> None:
+    """The saved weights are the best validation point's: the start's when no later point is
+    strictly better (a tie keeps the earlier), a middle step's when it peaks there — not the last
+    step's, which ``keep_best=False`` saves; the model card and summary say which step."""
+    from components.training.checkpoint import CheckpointResult, model_card
+
+    start = AutoModelForCausalLM.from_pretrained(tiny_model).state_dict()
+    flat, flat_saved = _grpo_keeping_best(tiny_model, tmp_path / "flat", [0.5, 0.5, 0.1])
+    assert flat.chosen_step == 0 and _same(flat_saved, start)
+    peak, peak_saved = _grpo_keeping_best(tiny_model, tmp_path / "peak", [0.1, 0.5, 0.2])
+    last, last_saved = _grpo_keeping_best(tiny_model, tmp_path / "last", [0.1, 0.5, 0.2], keep_best=False)
+    assert peak.chosen_step == 1 and last.chosen_step == 2
+    assert not _same(peak_saved, start) and not _same(peak_saved, last_saved) and not _same(last_saved, start)
+    assert [v["step"] for v in peak.validation] == [0, 1, 2] and all("em" in v for v in peak.validation)
+
+    card = CheckpointResult("out", "base", validation=flat.validation, chosen_step=0, method="graphcert-grpo")
+    assert card.summary()["improved"] is False and card.summary()["chosen_step"] == 0
+    assert "did not improve on its starting checkpoint" in model_card(
+        card, data_fingerprint="f", domain="d", method_text="GRPO"
+    )
+    assert CheckpointResult("out", "base", validation=peak.validation, chosen_step=1).improved is True
+    assert CheckpointResult("out", "base").improved is None  # no validation curve chose anything
