@@ -53,7 +53,13 @@ __all__ = [
 ]
 
 #: budgets that may be 0 (off): the RL stages' question probe and validation curve
-OPTIONAL_BUDGETS: Final = ("rl_probe", "rl_val_questions", "rft_rounds", "rft_val_questions")
+OPTIONAL_BUDGETS: Final = (
+    "rl_probe",
+    "rl_val_questions",
+    "rft_rounds",
+    "rft_val_questions",
+    "dancer_critic_warmup",
+)
 
 #: the stages a domain may run on the tiny model (``train.mechanics_only``)
 #: GraphDancer's ablations (TrainConfig.dancer_ablations)
@@ -67,7 +73,8 @@ MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dp
 # rl_probe questions are first played rl_probe_samples times by the starting checkpoint and GRPO
 # trains on those it solves sometimes — 0: no probe; rl_val_questions of the validation split are
 # played every rl_val_every steps for the validation curve, whose best point is the checkpoint
-# kept — 0: none; dancer_steps for GraphDancer stage 1), DPO (dpo_*) and GRAIN
+# kept — 0: none; dancer_steps for GraphDancer stage 1, of which, with train.dancer_stage1: ppo, the
+# first dancer_critic_warmup train the value head alone), DPO (dpo_*) and GRAIN
 # (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO, tokens per turn — a graph IR is
 # long, so its turns get their own budget); dpo_batch pairs per DPO step. Certified rejection-sampling
 # fine-tuning (rft_*, components/training/rft.py): rft_rounds rounds (0: the stage is off), each
@@ -83,6 +90,7 @@ PRESETS: Final = {
         "pair_new_tokens": 48,
         "rl_steps": 2,
         "dancer_steps": 2,
+        "dancer_critic_warmup": 0,
         "dancer_turns": 3,  # Graph-CoT turns of GraphDancer in its own environment (calls + answer)
         "dancer_new_tokens": 48,  # tokens per Graph-CoT step (a thought and one call)
         "rl_questions": 8,
@@ -123,6 +131,7 @@ PRESETS: Final = {
         "pair_new_tokens": 80,
         "rl_steps": 2,
         "dancer_steps": 2,
+        "dancer_critic_warmup": 0,
         "dancer_turns": 4,
         "dancer_new_tokens": 96,
         "rl_questions": 8,
@@ -164,6 +173,7 @@ PRESETS: Final = {
         "pair_samples": 8,
         "rl_steps": 24,
         "dancer_steps": 4,
+        "dancer_critic_warmup": 1,
         "dancer_turns": 5,
         "dancer_new_tokens": 96,
         "rl_questions": 48,
@@ -203,6 +213,7 @@ PRESETS: Final = {
         "pair_new_tokens": 512,
         "rl_steps": 400,
         "dancer_steps": 200,
+        "dancer_critic_warmup": 10,
         "dancer_turns": 11,
         "dancer_new_tokens": 512,
         "rl_questions": 2000,

@@ -29,7 +29,6 @@ __all__ = [
     "answer_disagreement",
     "group_advantages",
     "logprob_gap",
-    "nucleus_logprobs",
     "report_lines",
     "summarize_groups",
 ]
@@ -112,26 +111,12 @@ def advantage_sizes(
     return out
 
 
-def nucleus_logprobs(logits: Any, tokens: Any, temperature: float, top_p: float) -> Any:
-    """Log-probabilities of ``tokens`` (``[n]``) under ``logits`` (``[n, vocab]``) at
-    ``temperature``, renormalised over the nucleus the engine samples from (the most likely tokens
-    until the mass *before* one exceeds ``top_p``; ``top_p >= 1``: the full softmax). A token
-    outside the nucleus gets ``-inf``."""
-    import torch
-
-    scores = logits.float() / temperature
-    if top_p >= 1.0:
-        return scores.log_softmax(-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-    vals, idx = torch.sort(scores, descending=True, dim=-1)
-    probs = vals.softmax(-1)
-    drop = probs.cumsum(-1) - probs > top_p
-    kept = vals.masked_fill(drop, float("-inf")).log_softmax(-1)
-    out = torch.full_like(kept, float("-inf")).scatter(-1, idx, kept)
-    return out.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
-
-
 def _token_logprobs(model: Any, record: Any, temperature: float, top_p: float) -> Any:
+    """The engine's nucleus (:func:`~components.training.ppo.sampling_logprobs`); a token outside
+    it gets ``-inf``."""
     import torch
+
+    from components.training.ppo import sampling_logprobs
 
     ids = torch.tensor([list(record.prompt_ids) + list(record.completion_ids)])
     start = len(record.prompt_ids)
@@ -139,7 +124,7 @@ def _token_logprobs(model: Any, record: Any, temperature: float, top_p: float) -
         logits = model(input_ids=ids).logits[0, start - 1 : -1]
     mask = torch.tensor(record.loss_mask, dtype=torch.bool)
     targets = torch.tensor(record.completion_ids)
-    return nucleus_logprobs(logits[mask], targets[mask], temperature, top_p)
+    return sampling_logprobs(logits[mask], targets[mask], temperature, top_p, keep_targets=False)
 
 
 def logprob_gap(

@@ -50,6 +50,7 @@ from components.training.selection import play, rollout_columns, score, summariz
 
 __all__ = [
     "ADVANTAGE_SCALES",
+    "BestPoint",
     "GRPORunConfig",
     "MultiTurn",
     "TrainResult",
@@ -57,6 +58,7 @@ __all__ = [
     "grpo_args",
     "policy_backend",
     "restore_weights",
+    "validation_point",
     "rollout_summary",
     "run_grpo",
     "span_logps",
@@ -279,23 +281,22 @@ class MultiTurn:
 
             def __init__(self) -> None:
                 self.points: list[dict[str, Any]] = []
-                self.chosen_step: int | None = None
-                self._best: tuple[tuple[float, float], int, dict[str, Any]] | None = None
+                self.best = BestPoint(spec)
+
+            @property
+            def chosen_step(self) -> int | None:
+                return self.best.chosen_step
 
             def _evaluate(self, step: int) -> None:
                 model = self.trainer.model
                 was_training = model.training
                 model.eval()
                 try:
-                    records = play(policy_backend(self.trainer), spec.rows, make_env, rollout, spec.samples)
+                    point = validation_point(policy_backend(self.trainer), spec, make_env, rollout, reward, step)
                 finally:
                     model.train(was_training)
-                rows = [row for row in spec.rows for _ in range(spec.samples)]
-                point = {"step": step, **summarize(records, score(reward, records, rows), rows)}
                 self.points.append(point)
-                if spec.keep_best and (self._best is None or spec.rank(point) > self._best[0]):
-                    weights = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
-                    self._best = (spec.rank(point), step, weights)
+                self.best.offer(point, {"": model})
 
             def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                 self._evaluate(0)
@@ -306,14 +307,7 @@ class MultiTurn:
                     self._evaluate(step)
 
             def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-                last = int(state.global_step)
-                if self._best is None:
-                    self.chosen_step = last
-                    return
-                _rank, step, weights = self._best
-                if step != last:
-                    restore_weights(self.trainer.model, weights)
-                self.chosen_step, self._best = step, None
+                self.best.finish(int(state.global_step), {"": self.trainer.model})
 
         return ValidationCurve()
 
@@ -344,11 +338,57 @@ class MultiTurn:
         return rollout
 
 
-def restore_weights(model: Any, weights: Mapping[str, Any]) -> None:
-    """Copy saved parameter tensors (by name) back into ``model`` in place; every name must exist."""
+def validation_point(
+    backend: Any,
+    spec: Validation,
+    make_env: Callable[[], ToolEnvironment],
+    rollout: RolloutConfig,
+    reward: Callable[..., Any],
+    step: int,
+) -> dict[str, Any]:
+    """One point of the validation curve: ``spec.rows`` played ``spec.samples`` times by
+    ``backend`` — reward and EM (with standard errors), tool-call and valid-format rates."""
+    records = play(backend, spec.rows, make_env, rollout, spec.samples)
+    rows = [row for row in spec.rows for _ in range(spec.samples)]
+    return {"step": step, **summarize(records, score(reward, records, rows), rows)}
+
+
+def _named(modules: Mapping[str, Any]) -> dict[str, Any]:
+    return {f"{prefix}/{n}": p for prefix, m in modules.items() for n, p in m.named_parameters() if p.requires_grad}
+
+
+class BestPoint:
+    """Keeps the weights of the best validation point seen (``Validation.rank``; a later point
+    must be strictly better) when ``spec.keep_best``; :meth:`finish` restores them into the
+    modules (when the best is not the last point) and sets :attr:`chosen_step`."""
+
+    def __init__(self, spec: Validation) -> None:
+        self.spec = spec
+        self.chosen_step: int | None = None
+        self._best: tuple[tuple[float, float], int, dict[str, Any]] | None = None
+
+    def offer(self, point: Mapping[str, Any], modules: Mapping[str, Any]) -> None:
+        if self.spec.keep_best and (self._best is None or self.spec.rank(point) > self._best[0]):
+            weights = {n: p.detach().clone() for n, p in _named(modules).items()}
+            self._best = (self.spec.rank(point), int(point["step"]), weights)
+
+    def finish(self, last_step: int, modules: Mapping[str, Any]) -> int:
+        if self._best is None:
+            self.chosen_step = last_step
+        else:
+            _rank, step, weights = self._best
+            if step != last_step:
+                restore_weights(modules, weights)
+            self.chosen_step, self._best = step, None
+        return self.chosen_step
+
+
+def restore_weights(modules: Mapping[str, Any], weights: Mapping[str, Any]) -> None:
+    """Copy saved parameter tensors (keyed ``"<module key>/<parameter name>"``) back into
+    ``modules`` in place; every name must exist."""
     import torch
 
-    params = dict(model.named_parameters())
+    params = _named(modules)
     missing = set(weights) - set(params)
     if missing:
         raise ValueError(f"saved weights name parameters the model lacks: {sorted(missing)[:3]}")

@@ -25,6 +25,23 @@ backbone, two learning rates: the actor's parameters at ``actor_lr``, the value 
 ``critic_lr`` (the value loss's gradient reaches the backbone at the actor's rate). It is saved as
 ``value_head.safetensors`` beside the Hugging Face weights and loaded back with them.
 
+**Log-probabilities of the distribution sampled from** (:func:`sampling_logprobs`): the rollouts
+are sampled at ``temperature`` from the ``top_k`` most likely tokens and, among those, the nucleus
+of mass ``top_p`` (the generation engine's rule); the old, reference and new log-probabilities are
+all taken over that same truncated, renormalised distribution — not over the full softmax, which
+would give every sampled token a lower probability than the one it was drawn with and put the
+lost mass into the importance ratio and the KL term.
+
+**Critic warm-up** (``critic_warmup`` steps): the first steps train the value head alone (the
+backbone's hidden states detached, no policy loss), so the policy moves only once the critic's
+values are more than its zero initialisation — with λ = 1 over a few steps a zero critic makes
+PPO REINFORCE with a batch-mean baseline.
+
+**Best point kept**: with a :class:`~components.training.grpo.Validation` set, the policy plays
+the held-out rows before training, every ``every`` steps and after the last; the best point's
+policy and value head are the ones saved (``PPOResult.chosen_step``; 0: the start was best), as
+GRPO does.
+
 Hyper-parameters: SPEC §7's (KL 0.001, clip 0.2, value clip 0.5, actor lr 1e-6, critic lr 1e-5,
 temperature 0.7 / top-p 0.8 / top-k 20) are :data:`REFERENCE`; CPU presets scale the batch and the
 step count down.
@@ -44,7 +61,7 @@ from typing import TYPE_CHECKING, Any, Final
 import torch
 
 if TYPE_CHECKING:
-    from components.training.grpo import BF16Sampler
+    from components.training.grpo import BF16Sampler, Validation
 
 __all__ = [
     "REFERENCE",
@@ -55,6 +72,7 @@ __all__ = [
     "load_value_head",
     "policy_loss",
     "run_ppo",
+    "sampling_logprobs",
     "value_loss",
     "whiten",
 ]
@@ -84,8 +102,11 @@ class PPOConfig:
     seed: int = 0
     threads: int | None = None
     precision: str = "auto"
+    critic_warmup: int = 0  # first steps that train the value head alone (the policy does not move)
 
     def __post_init__(self) -> None:
+        if not 0 <= self.critic_warmup < max(self.steps, 1):
+            raise ValueError(f"critic_warmup ({self.critic_warmup}) must be >= 0 and below steps ({self.steps})")
         if self.episodes_per_step % self.samples_per_question:
             raise ValueError("episodes_per_step must be a multiple of samples_per_question")
         if min(self.steps, self.episodes_per_step, self.ppo_epochs, self.micro_batch, self.minibatch or 1) < 1:
@@ -147,6 +168,36 @@ def value_loss(
     return (per_token * mask).sum() / mask.sum().clamp(min=1)
 
 
+def sampling_logprobs(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    top_k: int = 0,
+    *,
+    keep_targets: bool = True,
+) -> torch.Tensor:
+    """Log-probabilities of ``targets`` (``[n]``) under ``logits`` (``[n, vocab]``) as the engine
+    samples (components/llm/engine.py): logits / ``temperature``, the ``top_k`` most likely tokens
+    (0: all), then among them the nucleus — the most likely tokens until the mass *before* one
+    exceeds ``top_p`` (shares taken after top-k) — renormalised over what is kept. Differentiable
+    in ``logits``; the kept set is chosen without gradients. ``keep_targets``: a target outside the
+    kept set (rounding between the sampler's and the scorer's precision) is kept, so its
+    log-probability stays finite; else it is ``-inf``."""
+    scores = logits.float() / max(temperature, 1e-6)
+    if top_p >= 1.0 and top_k <= 0:
+        return scores.log_softmax(-1).gather(-1, targets[:, None])[:, 0]
+    with torch.no_grad():
+        k = min(top_k, scores.shape[-1]) if top_k > 0 else scores.shape[-1]
+        vals, idx = torch.topk(scores, k, dim=-1)  # sorted, descending
+        probs = vals.softmax(-1)
+        kept = probs.cumsum(-1) - probs <= top_p if top_p < 1.0 else torch.ones_like(probs, dtype=torch.bool)
+        keep = torch.zeros_like(scores, dtype=torch.bool).scatter(-1, idx, kept)
+        if keep_targets:
+            keep.scatter_(-1, targets[:, None], True)
+    return scores.masked_fill(~keep, float("-inf")).log_softmax(-1).gather(-1, targets[:, None])[:, 0]
+
+
 # -- the critic -------------------------------------------------------------------------------------
 
 
@@ -190,18 +241,22 @@ def load_value_head(folder: str | Path, hidden: int) -> ValueHead:
 
 
 def _forward(
-    model: Any, head: ValueHead | None, rec: Any, temperature: float = 1.0
+    model: Any, head: ValueHead | None, rec: Any, config: PPOConfig, *, critic_only: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-probabilities (of the distribution the tokens were sampled from: logits divided by
-    the sampling ``temperature``) and values at one rollout's model tokens, in order."""
+    """Log-probabilities (of the distribution the tokens were sampled from:
+    :func:`sampling_logprobs` at the config's temperature, top-p and top-k) and values at one
+    rollout's model tokens, in order. ``critic_only``: the values' input is detached from the
+    backbone (the critic warm-up trains the head alone)."""
     ids = torch.tensor([list(rec.prompt_ids) + list(rec.completion_ids)], dtype=torch.long)
     out = model(input_ids=ids, output_hidden_states=head is not None, use_cache=False)
     start = len(rec.prompt_ids) - 1
     positions = torch.tensor([start + i for i, m in enumerate(rec.loss_mask) if m], dtype=torch.long)
-    logits = out.logits[0, positions].float() / max(temperature, 1e-6)
     targets = ids[0, positions + 1]
-    logp = torch.log_softmax(logits, dim=-1).gather(1, targets[:, None])[:, 0]
-    values = head(out.hidden_states[-1][0, positions]) if head is not None else None
+    logp = sampling_logprobs(out.logits[0, positions], targets, config.temperature, config.top_p, config.top_k)
+    values = None
+    if head is not None:
+        hidden = out.hidden_states[-1][0, positions]
+        values = head(hidden.detach() if critic_only else hidden)
     return logp, values
 
 
@@ -212,6 +267,8 @@ class PPOResult:
     curves: list[dict[str, Any]] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
+    validation: list[dict[str, Any]] = field(default_factory=list)  # the validation curve (with a Validation)
+    chosen_step: int | None = None  # the saved weights' step (the best validation point; else the last)
 
     @property
     def rewards(self) -> list[float]:
@@ -229,17 +286,19 @@ def run_ppo(
     stops: Sequence[str] = ("</graph>", "</answer>"),
     system_prompt: str | None = None,
     row_order: Sequence[int] | None = None,
+    validation: Validation | None = None,
 ) -> PPOResult:
     """Train ``model_dir`` with PPO on multi-turn rollouts of ``rows`` (``question``, ``answer`` …)
     in ``make_env()`` episodes, rewarded by ``reward`` (a TRL-style reward function, as GRPO's);
     save the policy (Hugging Face folder) and its value head to ``output_dir``. ``row_order``
-    fixes which rows each step plays (a curriculum order); default: the rows in turn."""
+    fixes which rows each step plays (a curriculum order); default: the rows in turn.
+    ``validation``: the validation curve and the best point kept (module docstring)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from components.llm.precision import resolve_precision
     from components.llm.transformers_backend import TransformersBackend
     from components.rollout.runner import RolloutConfig, RolloutRunner
-    from components.training.grpo import BF16Sampler
+    from components.training.grpo import BestPoint, BF16Sampler, validation_point
     from components.training.selection import score
 
     t0 = time.perf_counter()
@@ -260,24 +319,45 @@ def run_ppo(
         raise ValueError("no rows to train on")
     result = PPOResult(str(output_dir), config=asdict(config))
     bf16_copy: BF16Sampler | None = None
-    for step in range(config.steps):
-        t_step = time.perf_counter()
-        picked = [rows[order[(step * questions + i) % len(order)]] for i in range(questions)]
+
+    def sampler_now() -> Any:
+        nonlocal bf16_copy
         policy.eval()
         if bf16:  # sample from a bfloat16 copy, synced after every optimizer step (as GRPO does)
-            sampler = (bf16_copy := bf16_copy or BF16Sampler(policy, tokenizer)).synced()
-        else:
-            sampler = TransformersBackend.wrap(policy, tokenizer)
-        rollout = RolloutConfig(
+            bf16_copy = bf16_copy or BF16Sampler(policy, tokenizer)
+            return bf16_copy.synced()
+        return TransformersBackend.wrap(policy, tokenizer)
+
+    def rollout_at(seed: int) -> Any:
+        return RolloutConfig(
             max_turns=config.max_turns,
             max_new_tokens=config.max_new_tokens,
             temperature=config.temperature,
             top_p=config.top_p,
             top_k=config.top_k,
-            seed=config.seed + 7919 * step,
+            seed=seed,
             stops=tuple(stops),
             system_prompt=system_prompt,
         )
+
+    best = BestPoint(validation) if validation is not None and validation.rows else None
+    modules = {"policy": policy, "value_head": head}
+
+    def validate(step: int) -> None:
+        if best is None or validation is None:
+            return
+        spec_rollout = validation.rollout or rollout_at(config.seed)
+        point = validation_point(sampler_now(), validation, make_env, spec_rollout, reward, step)
+        result.validation.append(point)
+        best.offer(point, modules)
+
+    validate(0)
+    for step in range(config.steps):
+        t_step = time.perf_counter()
+        picked = [rows[order[(step * questions + i) % len(order)]] for i in range(questions)]
+        sampler = sampler_now()
+        rollout = rollout_at(config.seed + 7919 * step)
+        warmup = step < config.critic_warmup
         tasks = [{k: v for k, v in r.items() if k in ("question", "answer", "answer_type")} for r in picked]
         records = RolloutRunner(sampler, make_env, rollout).run(tasks, n=config.samples_per_question)
         row_of = [picked[i // config.samples_per_question] for i in range(len(records))]
@@ -287,8 +367,8 @@ def run_ppo(
         batch = []
         with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             for i in usable:
-                logp, values = _forward(policy, head, records[i], config.temperature)
-                ref_logp, _ = _forward(reference, None, records[i], config.temperature)
+                logp, values = _forward(policy, head, records[i], config)
+                ref_logp, _ = _forward(reference, None, records[i], config)
                 rewards = -config.kl_coef * (logp - ref_logp)
                 rewards[-1] += episode_rewards[i]
                 adv, ret = gae(rewards, values.float(), config.gamma, config.lam)
@@ -313,11 +393,12 @@ def run_ppo(
                     total = torch.zeros(())
                     for b in mini[start : start + config.micro_batch]:
                         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                            logp, values = _forward(policy, head, b["rec"], config.temperature)
+                            logp, values = _forward(policy, head, b["rec"], config, critic_only=warmup)
                         mask = torch.ones_like(b["adv"])
                         pl, frac = policy_loss(logp.float(), b["old_logp"], b["adv"], mask, config.clip)
                         vl = value_loss(values.float(), b["old_values"], b["ret"], mask, config.value_clip)
-                        total = total + (pl + config.value_coef * vl) / len(mini)
+                        # the warm-up trains the critic alone: no policy term, the backbone detached
+                        total = total + ((0.0 if warmup else pl) + config.value_coef * vl) / len(mini)
                         losses.append(float(pl.detach()))
                         vlosses.append(float(vl.detach()))
                         fracs.append(frac)
@@ -337,10 +418,13 @@ def run_ppo(
                 "valid_format": sum(bool(r.stats.valid_format) for r in records) / n,
                 "episodes": len(records),
                 "trained_episodes": len(batch),
+                "critic_only": warmup,
                 "step_s": time.perf_counter() - t_step,
             }
         )
         result.steps = step + 1
+        if validation is not None and ((step + 1) % max(1, validation.every) == 0 or step + 1 == config.steps):
+            validate(step + 1)
         c = result.curves[-1]
         print(
             f"[ppo] step {step + 1}/{config.steps}: reward {c['reward']:.4g}, policy loss {c['policy_loss']:.4g}, "
@@ -350,11 +434,13 @@ def run_ppo(
         )
     if any(math.isnan(c["policy_loss"]) for c in result.curves):  # before saving: no diverged checkpoint
         raise FloatingPointError("PPO diverged: a policy loss is NaN")
+    result.chosen_step = best.finish(result.steps, modules) if best is not None else result.steps
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     policy.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     save_value_head(head, out)
-    (out / "ppo_log.json").write_text(json.dumps({"curves": result.curves, "config": result.config}, indent=1))
+    log = {"curves": result.curves, "config": result.config, "validation": result.validation}
+    (out / "ppo_log.json").write_text(json.dumps(log | {"chosen_step": result.chosen_step}, indent=1))
     result.wall_s = time.perf_counter() - t0
     return result

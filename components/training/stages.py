@@ -474,11 +474,13 @@ def graphdancer_rl(
         levels = {lv: sum(1 for it in ordered if it.get("level") == lv) for lv in LEVELS}
         data = [{k: v for k, v in it.items() if k not in ("level", "ood")} for it in ordered]
         if config.dancer_stage1 == "ppo":
-            train = _ppo_stage1(start_dir, data, make_env, output_dir, r, config, steps, rollout)
+            train = _ppo_stage1(start_dir, data, make_env, output_dir, r, config, steps, rollout, mt.validation)
+            warmup = int(r["dancer_critic_warmup"])
             algorithm = (
                 "PPO with a critic (value head saved as value_head.safetensors; GAE over model tokens, clipped "
-                "policy / value losses, KL penalty to the frozen start; one update per step). PPO records no "
-                "validation-reward curve yet."
+                "policy / value losses, KL penalty to the frozen start; one update per step"
+                + (f"; the first {warmup} step(s) train the critic alone" if warmup else "")
+                + ")."
             )
         else:
             grpo = replace(
@@ -513,12 +515,16 @@ def _ppo_stage1(
     config: TrainConfig,
     steps: int,
     rollout: Any,
+    validation: Any = None,
 ) -> Any:
     """GraphDancer stage 1 as PPO (:func:`~components.training.ppo.run_ppo`) on the rows in their
     curriculum order (step t plays rows ``t·q … t·q + q − 1``, ``q = rl_batch / rl_generations``),
     with the rollout's turn, token and stop budget and SPEC §7's clip 0.2, value clip 0.5, KL
-    0.001, top-p 0.8, top-k 20; critic learning rate 10× the actor's. Returns what
-    :func:`_finish` reads (``losses``, a TRL-shaped ``log``, per-step ``rollouts``)."""
+    0.001, top-p 0.8, top-k 20; critic learning rate 10× the actor's; the first
+    ``dancer_critic_warmup`` steps train the critic alone. ``validation`` (a
+    :class:`~components.training.grpo.Validation`): the validation curve, and the best point is the
+    one saved. Returns what :func:`_finish` reads (``losses``, a TRL-shaped ``log``, per-step
+    ``rollouts``, ``validation``, ``chosen_step``)."""
     from types import SimpleNamespace
 
     from components.rubric.rewards import graphdancer_reward
@@ -541,15 +547,24 @@ def _ppo_stage1(
         seed=config.seed,
         threads=config.threads,
         precision=config.precision,
+        critic_warmup=int(r["dancer_critic_warmup"]),
     )
     rows = [{"question": d["prompt"], "answer": d["answer"], "answer_type": d.get("answer_type")} for d in data]
-    result = run_ppo(start_dir, rows, graphdancer_reward, make_env, output_dir, ppo, stops=rollout.stops)
+    result = run_ppo(
+        start_dir, rows, graphdancer_reward, make_env, output_dir, ppo, stops=rollout.stops, validation=validation
+    )
     log = [
         {"step": c["step"], "loss": c["policy_loss"], "reward": c["reward"], "kl": c["kl"], "step_time": c["step_s"]}
         for c in result.curves
     ]
     rollouts = [{"tool_call_rate": c["tool_call_rate"], "valid_format": c["valid_format"]} for c in result.curves]
-    return SimpleNamespace(losses=[c["policy_loss"] for c in result.curves], log=log, rollouts=rollouts)
+    return SimpleNamespace(
+        losses=[c["policy_loss"] for c in result.curves],
+        log=log,
+        rollouts=rollouts,
+        validation=result.validation,
+        chosen_step=result.chosen_step,
+    )
 
 
 def graphdancer_dpo(

@@ -16,7 +16,6 @@ from components.training.diagnostics import (
     answer_disagreement,
     group_advantages,
     logprob_gap,
-    nucleus_logprobs,
     report_lines,
     summarize_groups,
 )
@@ -45,19 +44,6 @@ def test_group_scaling_turns_evidence_noise_into_full_size_advantages() -> None:
     assert summarize_groups([1, 2, 3, 4], 2) == [[1, 2], [3, 4]]
     with pytest.raises(ValueError, match="groups of 3"):
         summarize_groups([1, 2, 3, 4], 3)
-
-
-def test_the_nucleus_is_the_engines() -> None:
-    """Kept: the most likely tokens until the mass before one exceeds top-p; renormalised."""
-    logits = torch.tensor([[2.0, 1.0, 0.0]] * 3)
-    p = logits[0].softmax(-1)
-    out = nucleus_logprobs(logits, torch.tensor([0, 1, 2]), 1.0, 0.9)
-    assert out[0].item() == pytest.approx(math.log(p[0] / (p[0] + p[1])))
-    assert out[1].item() == pytest.approx(math.log(p[1] / (p[0] + p[1]))) and out[2].item() == float("-inf")
-    only_top = nucleus_logprobs(logits, torch.tensor([0, 1, 2]), 1.0, 0.5)
-    assert only_top[0].item() == pytest.approx(0.0) and math.isinf(only_top[1].item())
-    full = nucleus_logprobs(logits, torch.tensor([0, 1, 2]), 2.0, 1.0)
-    assert full.tolist() == pytest.approx((logits[0] / 2).log_softmax(-1).tolist())
 
 
 def test_answer_disagreement_counts_each_kind() -> None:

@@ -18,6 +18,7 @@ from components.training.ppo import (
     load_value_head,
     policy_loss,
     run_ppo,
+    sampling_logprobs,
     value_loss,
     whiten,
 )
@@ -69,15 +70,19 @@ def test_only_model_tokens_are_scored(tiny_model: Path) -> None:
     prompt, completion, mask = [1, 2, 3, 4], [10, 11, 12, 13, 14, 15], [1, 1, 0, 0, 1, 0]
     rec = SimpleNamespace(prompt_ids=prompt, completion_ids=completion, loss_mask=mask)
     with torch.no_grad():
-        logp, values = _forward(model, head, rec)
+        full_softmax = PPOConfig(temperature=1.0, top_p=1.0, top_k=0)
+        logp, values = _forward(model, head, rec, full_softmax)
         assert logp.shape == values.shape == (3,)  # one per model token
         # the environment's last token is context for nothing scored: changing it changes nothing
         other = SimpleNamespace(prompt_ids=prompt, completion_ids=completion[:-1] + [99], loss_mask=mask)
-        logp2, values2 = _forward(model, head, other)
+        logp2, values2 = _forward(model, head, other, full_softmax)
         assert torch.equal(logp, logp2) and torch.equal(values, values2)
         # a model token's log-prob is the model's own, read at the position before it
         full = torch.log_softmax(model(input_ids=torch.tensor([prompt + completion])).logits[0].float(), -1)
         assert float(logp[2]) == pytest.approx(float(full[len(prompt) + 3, completion[4]]), abs=1e-5)
+        # sampled at top-p 0.8 / top-k 20, a token's log-prob is over that renormalised distribution: higher
+        truncated, _ = _forward(model, head, rec, PPOConfig(temperature=1.0, top_p=0.8, top_k=20))
+        assert bool((truncated >= logp - 1e-6).all()) and bool((truncated > logp).any())
 
 
 def _library_env(tmp_path: Path):
@@ -126,7 +131,79 @@ def test_ppo_raises_a_toy_reward_and_round_trips_its_value_head(tiny_model: Path
     out = tmp_path / "ppo"
     assert (out / "value_head.safetensors").is_file() and (out / "config.json").is_file()
     head = load_value_head(out, 64)
-    assert float(head.linear.weight.abs().sum()) > 0  # the critic learned something and was saved
+    assert float(head.linear.weight.detach().abs().sum()) > 0  # the critic learned something and was saved
     again = load_value_head(out, 64)
     assert torch.equal(head.linear.weight, again.linear.weight)
     assert float(load_value_head(tiny_model, 64).linear.weight.abs().sum()) == 0  # no head saved: a fresh one
+
+
+def test_sampling_logprobs_are_the_engines_truncated_distribution() -> None:
+    """Top-k first, then the nucleus over the top-k's shares (kept: the most likely tokens until
+    the mass before one exceeds top-p), renormalised; differentiable; a target outside the kept
+    set stays finite unless asked otherwise."""
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]] * 4, requires_grad=True)
+    targets = torch.tensor([0, 1, 2, 3])
+    p = logits[0].detach().softmax(-1)
+    out = sampling_logprobs(logits, targets, 1.0, top_p=0.9)
+    kept = p[0] + p[1] + p[2]  # mass before the third 0.665 + 0.245 = 0.91 > 0.9: the fourth is dropped
+    assert out[:3].tolist() == pytest.approx([float(torch.log(p[i] / kept)) for i in range(3)])
+    assert float(out[3]) == pytest.approx(float(torch.log(p[3] / (kept + p[3]))))  # a kept target
+    strict = sampling_logprobs(logits, targets, 1.0, top_p=0.9, keep_targets=False)
+    assert float(strict[3]) == float("-inf")
+    top2 = sampling_logprobs(logits, targets, 1.0, top_k=2, keep_targets=False)
+    assert float(top2[0]) == pytest.approx(float(torch.log(p[0] / (p[0] + p[1])))) and float(top2[2]) == float("-inf")
+    # shares after top-k: within the top 2, token 0 holds 0.73 > 0.5, so top-p 0.5 keeps it alone
+    alone = sampling_logprobs(logits, targets, 1.0, top_p=0.5, top_k=2, keep_targets=False)
+    assert float(alone[0]) == pytest.approx(0.0) and float(alone[1]) == float("-inf")
+    full = sampling_logprobs(logits, targets, 2.0)
+    assert full.tolist() == pytest.approx((logits[0].detach() / 2).log_softmax(-1).tolist())
+    out[:3].sum().backward()
+    assert logits.grad is not None and float(logits.grad.abs().sum()) > 0
+
+
+def test_critic_warmup_and_the_best_validation_point(tiny_model: Path, tmp_path: Path) -> None:
+    """Step 1 is the critic's warm-up: the value head learns, the policy does not move. The
+    validation points score 0.1, 0.5, 0.2 (steps 0, 1, 2), so step 1 is kept: the saved policy is
+    the start's (the warm-up never moved it) with the warmed-up value head — while the same run
+    without a validation set saves step 2, whose policy moved."""
+    from transformers import AutoModelForCausalLM
+
+    from components.training.grpo import Validation
+
+    schedule, seen = [0.1, 0.5, 0.2], []
+
+    def reward(completions, answer=None, **_):
+        if answer and answer[0] == "VAL":  # a validation point
+            seen.append(schedule[len(seen)])
+            return [seen[-1]] * len(completions)
+        return [len(c) / 100 for c in completions]  # differs between episodes
+
+    backend, make_env = _library_env(tmp_path)
+    rows = [{"question": f"Say something about paper {i}.", "answer": "x"} for i in range(4)]
+    held_out = [{"prompt": "How many papers are there?", "answer": "VAL"}]
+    config = PPOConfig(
+        steps=2, episodes_per_step=4, samples_per_question=2, actor_lr=3e-2, critic_lr=1e-2, kl_coef=0.0,
+        max_turns=2, max_new_tokens=12, threads=1, precision="float32", critic_warmup=1,
+    )  # fmt: skip
+    stops = ("```\n", "</answer>")
+    try:
+        kept = run_ppo(
+            tiny_model, rows, reward, make_env, tmp_path / "kept", config, stops=stops,
+            validation=Validation(held_out, every=1, metric="reward"),
+        )  # fmt: skip
+        last = run_ppo(tiny_model, rows, reward, make_env, tmp_path / "last", config, stops=stops)
+    finally:
+        backend.close()
+    assert seen == schedule and [v["step"] for v in kept.validation] == [0, 1, 2]
+    assert (kept.chosen_step, last.chosen_step) == (1, 2)
+    assert [c["critic_only"] for c in kept.curves] == [True, False]
+
+    def weights(folder: Path) -> dict:
+        return AutoModelForCausalLM.from_pretrained(folder).state_dict()
+
+    start, saved, moved = weights(tiny_model), weights(tmp_path / "kept"), weights(tmp_path / "last")
+    assert all(torch.equal(start[k], saved[k]) for k in start)
+    assert not all(torch.equal(start[k], moved[k]) for k in start)
+    assert float(load_value_head(tmp_path / "kept", 64).linear.weight.abs().sum()) > 0
+    with pytest.raises(ValueError, match="critic_warmup"):
+        PPOConfig(critic_warmup=-1)

@@ -177,8 +177,9 @@ def test_the_graphdancer_stage1_choice_fingerprints_only_graphdancer() -> None:
 
 def test_graphdancer_stage1_as_ppo_with_a_critic(tiny_model: Path, tmp_path: Path) -> None:
     """``dancer_stage1: ppo`` trains stage 1 with PPO over real Python + Cypher episodes in the
-    curriculum order: one curve point per step, the value head saved beside the weights, and the
-    model card naming the algorithm that ran."""
+    curriculum order: one curve point per step (the first trains the critic alone), the value head
+    saved beside the weights, a validation curve whose best point is the one kept, and the model
+    card naming the algorithm that ran."""
     from components.graph.load import load_graph
     from components.training.ppo import VALUE_HEAD_FILE
     from components.training.stages import graphdancer_rl
@@ -190,19 +191,36 @@ def test_graphdancer_stage1_as_ppo_with_a_critic(tiny_model: Path, tmp_path: Pat
         for i, lv in enumerate(["easy", "medium", "easy", "hard", "medium", "easy"])
     ]
     config = TrainConfig(
-        preset="cpu-tiny", threads=1, precision="float32", dancer_stage1="ppo", budgets={"rl_probe": 0}
+        preset="cpu-tiny",
+        threads=1,
+        precision="float32",
+        dancer_stage1="ppo",
+        budgets={"rl_probe": 0, "dancer_critic_warmup": 1},
     )
     result = graphdancer_rl(
-        tiny_model, items, str(tmp_path / "db"), config, tmp_path / "rl", data_fingerprint="fp", domain="toy"
+        tiny_model,
+        items,
+        str(tmp_path / "db"),
+        config,
+        tmp_path / "rl",
+        data_fingerprint="fp",
+        domain="toy",
+        validation=items[:2],
     )
     steps = config.resolved()["dancer_steps"]
+    log = json.loads((tmp_path / "rl" / "ppo_log.json").read_text())
+    assert [c["critic_only"] for c in log["curves"]] == [True] + [False] * (steps - 1)
+    # validated before training and after every step (cpu-tiny: rl_val_every 1); the kept point is the best
+    assert [p["step"] for p in result.validation] == list(range(steps + 1))
+    ranks = [(p["em"], p["reward"]) for p in result.validation]  # Validation.rank: EM, then reward; first best
+    assert result.chosen_step == log["chosen_step"] == ranks.index(max(ranks))
     assert result.method == "graphdancer-rl" and len(result.curves) == steps
     assert all(
         c["reward"] is not None and c["kl"] is not None and c["tool_call_rate"] is not None for c in result.curves
     )
     assert (tmp_path / "rl" / VALUE_HEAD_FILE).is_file()
     card = (tmp_path / "rl" / "README.md").read_text()
-    assert "Stage 1 ran PPO with a critic" in card
+    assert "Stage 1 ran PPO with a critic" in card and "the first 1 step(s) train the critic alone" in card
     assert json.loads((tmp_path / "rl" / "ppo_log.json").read_text())["config"]["clip"] == 0.2
     with pytest.raises(ValueError, match="dancer_stage1"):
         TrainConfig(preset="cpu-tiny", dancer_stage1="a2c")
