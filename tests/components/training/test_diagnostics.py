@@ -5,7 +5,6 @@ sandbox."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
