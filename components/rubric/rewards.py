@@ -51,6 +51,7 @@ __all__ = [
     "grain_reward",
     "graph_structure_scores",
     "graphcert_reward",
+    "graphcert_terms",
     "graphdancer_reward",
     "predictions",
 ]
@@ -142,15 +143,17 @@ def _queries(value: Any) -> list[str]:
     return out
 
 
-def graphcert_reward(
+def graphcert_terms(
     completions: Sequence[Any], answer: Sequence[Any] | None = None, **kwargs: Any
-) -> list[float | None]:
-    """GraphCert: ``R = a + 0.10·(1 − a)·e`` (see the module docstring).
+) -> list[tuple[float, float] | None]:
+    """The GraphCert reward's two terms per completion, ``(a, e)``: ``a`` the answer's token F1,
+    ``e`` S_evidence of the marked queries — each measured on its own (``e`` also where ``a`` = 1,
+    so a log shows both); an unparseable answer gives ``(0.0, 0.0)``; ``None``: no gold answer.
 
     >>> q = "MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN count(p)"
-    >>> graphcert_reward(["<answer>12</answer>", "<answer>13</answer>", "no answer"],
-    ...                  answer=["12"] * 3, evidence_queries=[[q]] * 3, pred_evidence=[[q]] * 3)
-    [1.0, 0.1, 0.0]
+    >>> graphcert_terms(["<answer>12</answer>", "<answer>13</answer>", "no answer"],
+    ...                 answer=["12"] * 3, evidence_queries=[[q]] * 3, pred_evidence=[[q]] * 3)
+    [(1.0, 1.0), (0.0, 1.0), (0.0, 0.0)]
     """
     n = len(completions)
     gold = _column({"answer": answer}, "answer", n)
@@ -161,18 +164,29 @@ def graphcert_reward(
         else _column(kwargs, "evidence_json", n)
     )
     pred_ev = _column(kwargs, "pred_evidence", n)
-    out: list[float | None] = []
+    out: list[tuple[float, float] | None] = []
     for pred, g, t, gq, pq in zip(predictions(completions, kwargs), gold, types, gold_ev, pred_ev, strict=True):
         if g is None:
             out.append(None)
-            continue
-        if pred is None:
-            out.append(0.0)
-            continue
-        a = token_f1(pred, g, t)
-        e = s_evidence(_queries(gq), _queries(pq)) if a < 1.0 else 0.0  # a = 1 gives 1 regardless
-        out.append(min(1.0, a + 0.10 * (1.0 - a) * e))
+        elif pred is None:
+            out.append((0.0, 0.0))
+        else:
+            out.append((token_f1(pred, g, t), s_evidence(_queries(gq), _queries(pq))))
     return out
+
+
+def graphcert_reward(
+    completions: Sequence[Any], answer: Sequence[Any] | None = None, **kwargs: Any
+) -> list[float | None]:
+    """GraphCert: ``R = a + 0.10·(1 − a)·e`` of :func:`graphcert_terms` (the module docstring).
+
+    >>> q = "MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN count(p)"
+    >>> graphcert_reward(["<answer>12</answer>", "<answer>13</answer>", "no answer"],
+    ...                  answer=["12"] * 3, evidence_queries=[[q]] * 3, pred_evidence=[[q]] * 3)
+    [1.0, 0.1, 0.0]
+    """
+    terms = graphcert_terms(completions, answer, **kwargs)
+    return [None if t is None else min(1.0, t[0] + 0.10 * (1.0 - t[0]) * t[1]) for t in terms]
 
 
 def _valid_format(completion: Any) -> bool:

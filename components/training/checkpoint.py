@@ -585,7 +585,18 @@ def model_card(result: CheckpointResult, *, data_fingerprint: str, domain: str, 
 
 
 CURVE_KEYS: Final = ("loss", "reward", "kl", "tool_call_rate", "valid_format", "nonzero_advantage", "margin")
-VALIDATION_KEYS: Final = ("step", "em", "em_se", "reward", "reward_se", "tool_call_rate", "valid_format", "episodes")
+VALIDATION_KEYS: Final = (
+    "step",
+    "em",
+    "em_se",
+    "reward",
+    "reward_se",
+    "answer_f1",
+    "evidence",
+    "tool_call_rate",
+    "valid_format",
+    "episodes",
+)
 
 
 def plot_curves(curves: Sequence[Mapping[str, Any]], path: Path, validation: Sequence[Mapping[str, Any]] = ()) -> bool:

@@ -29,7 +29,16 @@ from typing import Any
 from components.rollout.runner import RolloutConfig, RolloutRecord, RolloutRunner
 from components.tools.env import ToolEnvironment
 
-__all__ = ["answers_correct", "play", "probe", "rollout_columns", "score", "sometimes_solved", "summarize"]
+__all__ = [
+    "answers_correct",
+    "play",
+    "probe",
+    "reward_terms",
+    "rollout_columns",
+    "score",
+    "sometimes_solved",
+    "summarize",
+]
 
 #: what makes a probed question "sometimes solved": its answers' correctness varies, or its reward
 PROBE_SIGNALS = ("answer", "reward")
@@ -75,11 +84,31 @@ def score(
     A reward of ``None`` (no gold answer) counts as 0."""
     if not records:
         return []
-    keys = sorted({k for row in rows for k in row if k != "prompt"})
-    data = {k: [row.get(k) for row in rows] for k in keys}
-    columns = data | rollout_columns(records)  # a rollout column wins, as in TRL's trainer
-    values = reward(completions=[r.completion_text for r in records], **columns)
+    values = reward(completions=[r.completion_text for r in records], **_columns(records, rows))
     return [float(v or 0.0) for v in values]
+
+
+def _columns(records: Sequence[RolloutRecord], rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """The reward functions' keyword columns: the rows' fields, then the rollout's (a rollout
+    column wins, as in TRL's trainer)."""
+    keys = sorted({k for row in rows for k in row if k != "prompt"})
+    return {k: [row.get(k) for row in rows] for k in keys} | rollout_columns(records)
+
+
+def reward_terms(records: Sequence[RolloutRecord], rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The reward's components, averaged over episodes with a gold answer: ``answer_f1`` (the
+    answer term, token F1 of the parsed answer) and ``evidence`` (S_evidence of the marked queries
+    against the row's gold evidence; 0 where a row carries none) —
+    :func:`~components.rubric.rewards.graphcert_terms`; the format term is ``valid_format``."""
+    from components.rubric.rewards import graphcert_terms
+
+    if not records:
+        return {"answer_f1": 0.0, "evidence": 0.0}
+    terms = [t for t in graphcert_terms([r.completion_text for r in records], **_columns(records, rows)) if t]
+    return {
+        "answer_f1": fmean(t[0] for t in terms) if terms else 0.0,
+        "evidence": fmean(t[1] for t in terms) if terms else 0.0,
+    }
 
 
 def play(
@@ -104,7 +133,8 @@ def summarize(
     records: Sequence[RolloutRecord], rewards: Sequence[float], rows: Sequence[Mapping[str, Any]] | None = None
 ) -> dict[str, float]:
     """Mean reward (with its standard error), tool-call and valid-format rates of played episodes;
-    with ``rows`` (each record's dataset row) also the answers' EM (with its standard error)."""
+    with ``rows`` (each record's dataset row) also the answers' EM (with its standard error) and
+    the reward's answer and evidence terms (:func:`reward_terms`)."""
     mean, se = _mean_se(rewards)
     out = {
         "reward": mean,
@@ -115,6 +145,7 @@ def summarize(
     }
     if rows is not None:
         out["em"], out["em_se"] = _mean_se(answers_correct(records, rows))
+        out |= reward_terms(records, rows)
     return out
 
 

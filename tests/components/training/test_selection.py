@@ -137,6 +137,18 @@ def test_answers_correct_is_the_evaluations_typed_match() -> None:
     assert s["em"] == pytest.approx(0.6) and s["em_se"] > 0
 
 
+def test_the_validation_point_carries_the_rewards_answer_and_evidence_terms() -> None:
+    """GraphCert's terms, each on its own: the answer's token F1 of the parsed answer and
+    S_evidence of the marked queries against the row's gold evidence (also where the answer is
+    right); an episode that never answered scores 0 on both; a row without gold is left out."""
+    q = "MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN count(p)"
+    right, wrong, silent = _record("12"), _record("13"), _record(None, answered=False)
+    right.evidence, wrong.evidence, silent.evidence = [q], [], [q]
+    rows = [{"answer": "12", "answer_type": "number", "evidence_queries": [q]}] * 3 + [{"prompt": "no gold"}]
+    terms = summarize([right, wrong, silent, _record("1")], [1.0, 0.0, 0.0, 0.0], rows)
+    assert terms["answer_f1"] == pytest.approx(1 / 3) and terms["evidence"] == pytest.approx(1 / 3)
+
+
 def test_probing_by_answer_ignores_reward_differences_among_wrong_answers() -> None:
     """The learning table's failure: groups whose answers are all wrong still have rewards that
     differ by the evidence term (0.01–0.03), so probing by reward called them "sometimes solved";
