@@ -62,18 +62,20 @@ def test_probe_scores_each_episode_as_the_trainer_does(tmp_path: Path) -> None:
         seen.append(kwargs)
         return [len(c) / 1000 for c in completions]  # a reward that differs between episodes
 
-    backend = TransformersBackend(model, threads=1)
+    # a fresh engine per call, as a new process has: within one engine, prompts found in its cache
+    # are computed in other matmul shapes, and a random model's flat distributions can then flip a
+    # draw (components/llm/engine.py, "Reproducibility")
+    fresh = lambda: TransformersBackend(model, threads=1)  # noqa: E731
     with LadybugBackend(db) as graph:
         schema = graph.schema()
         qp = ReadOnlyQueryPath(graph, schema=schema)
         make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
         rollout = RolloutConfig(max_turns=2, max_new_tokens=16, stops=CODE_STOPS, seed=5)
-        groups = probe(backend, rows, make_env, rollout, spy, samples=3, by="reward")
-        solved = probe(backend, rows, make_env, rollout, spy, samples=3)  # by answer: the default
-        records = play(backend, rows, make_env, rollout, 3)
+        groups = probe(fresh(), rows, make_env, rollout, spy, samples=3, by="reward")
+        solved = probe(fresh(), rows, make_env, rollout, spy, samples=3)  # by answer: the default
+        records = play(fresh(), rows, make_env, rollout, 3)
         with pytest.raises(ValueError, match="probe by"):
-            probe(backend, rows, make_env, rollout, spy, samples=3, by="length")
-    backend.close()
+            probe(fresh(), rows, make_env, rollout, spy, samples=3, by="length")
     assert [len(g) for g in groups] == [3, 3]
     # the same seed plays the same episodes: the probe's rewards are the records' own
     assert [x for g in groups for x in g] == [len(r.completion_text) / 1000 for r in records]
