@@ -26,6 +26,12 @@ def load(model_dir: str | Path, threads: int | None, *, left_pad: bool = False) 
     return AutoModelForCausalLM.from_pretrained(model_dir), tokenizer
 
 
+def work_folder(ctx: Any, layer: str) -> Path:
+    """Where a long stage keeps what lets an interrupted build resume —
+    ``<data>/work/<layer>/<domain>/<fingerprint>/`` — until the stage lands (then it is removed)."""
+    return Path(ctx.data_root) / "work" / layer / ctx.domain / str(ctx.fingerprint or "unversioned")
+
+
 def common_args(output_dir: str | Path, seed: int, precision: str = "auto") -> dict[str, Any]:
     """TRL 1.16 arguments verified on these machines (CPU: no activation checkpointing), logging
     every step, no checkpoints written mid-run, no reporting services. ``precision`` (``auto``:
@@ -98,18 +104,20 @@ def train_and_save(
     extra: Callable[[], Mapping[str, float]] | None = None,
     *,
     merge: bool = False,
+    resume_from: str | None = None,
 ) -> list[dict[str, Any]]:
     """Train without printing log dicts to stdout (the CLI's stdout is JSON lines; one progress
     line per step goes to stderr, :func:`progress_callback`), save the model and tokenizer, and
     return the log history. ``merge``: the model is a ``peft`` model whose adapters are merged
-    into the saved weights, so the folder loads like any Hugging Face model."""
+    into the saved weights, so the folder loads like any Hugging Face model. ``resume_from``: a
+    checkpoint folder the trainer saved, continued from (its steps are not trained again)."""
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)
     name = type(trainer).__name__.lower()
     label = next((k for k in ("grpo", "dpo", "sft") if k in name), "train")
     trainer.add_callback(progress_callback(label, extra))
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume_from)
     if merge:
         trainer.model.merge_and_unload().save_pretrained(str(output_dir))
     else:

@@ -58,11 +58,11 @@ __all__ = [
     "grpo_args",
     "policy_backend",
     "restore_weights",
-    "validation_point",
     "rollout_summary",
     "run_grpo",
     "span_logps",
     "span_trainer",
+    "validation_point",
 ]
 
 
@@ -98,7 +98,12 @@ def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
         shuffle_dataset=config.shuffle,
         use_vllm=config.use_vllm,
         **vllm,
-        **common_args(output_dir, config.seed, config.precision),
+        **common_args(output_dir, config.seed, config.precision)
+        | (
+            {"save_strategy": "steps", "save_steps": config.save_every, "save_total_limit": 1}
+            if config.save_every
+            else {}
+        ),
     )
 
 
@@ -191,6 +196,7 @@ class GRPORunConfig:
     beta: float = 1e-4  # KL coefficient (GraphCert's initial 1e-4; docs/methods.md, "Training")
     epsilon: float = 0.2  # clip
     scale_rewards: str = "group"  # advantages: group / batch / none (see the module docstring)
+    save_every: int = 0  # steps between resumable checkpoints in run_grpo's work_dir (0: none)
     seed: int = 0
     threads: int | None = None
     precision: str = "auto"  # components/llm/precision.py: bfloat16 autocast where native
@@ -206,6 +212,8 @@ class GRPORunConfig:
             raise ValueError("micro_batch must be >= 1 and divide batch_size (or exceed it: one pass)")
         if self.num_generations < 2:
             raise ValueError("GRPO needs at least 2 generations per prompt (group-normalised advantages)")
+        if self.save_every < 0:
+            raise ValueError(f"save_every must be >= 0, got {self.save_every}")
         if self.scale_rewards not in ADVANTAGE_SCALES:
             raise ValueError(f"scale_rewards must be one of {ADVANTAGE_SCALES}, got {self.scale_rewards!r}")
 
@@ -228,6 +236,7 @@ class TrainResult:
     #: the step whose weights were saved: the best validation point (0: the start was best), or
     #: the last step without a validation set (or with ``keep_best`` off)
     chosen_step: int | None = None
+    resumed_from: int | None = None  # the step an interrupted run was resumed from (None: ran from the start)
 
 
 @dataclass(frozen=True)
@@ -299,7 +308,8 @@ class MultiTurn:
                 self.best.offer(point, {"": model})
 
             def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-                self._evaluate(0)
+                if not self.points:  # a resumed run brings its points back (_resume)
+                    self._evaluate(0)
 
             def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                 step = int(state.global_step)
@@ -347,7 +357,8 @@ def validation_point(
     step: int,
 ) -> dict[str, Any]:
     """One point of the validation curve: ``spec.rows`` played ``spec.samples`` times by
-    ``backend`` — reward and EM (with standard errors), tool-call and valid-format rates."""
+    ``backend`` — reward and EM (with standard errors), the reward's answer and evidence terms,
+    tool-call and valid-format rates (:func:`~components.training.selection.summarize`)."""
     records = play(backend, spec.rows, make_env, rollout, spec.samples)
     rows = [row for row in spec.rows for _ in range(spec.samples)]
     return {"step": step, **summarize(records, score(reward, records, rows), rows)}
@@ -372,6 +383,30 @@ class BestPoint:
             weights = {n: p.detach().clone() for n, p in _named(modules).items()}
             self._best = (self.spec.rank(point), int(point["step"]), weights)
 
+    @property
+    def step(self) -> int | None:
+        """The best point's step so far (``None``: none kept yet)."""
+        return None if self._best is None else self._best[1]
+
+    def save(self, path: Path) -> None:
+        """The kept point (rank, step, weights) to ``path`` (atomically); nothing kept: no file."""
+        import torch
+
+        if self._best is not None:
+            tmp = path.with_name(path.name + ".tmp")
+            torch.save({"rank": list(self._best[0]), "step": self._best[1], "weights": self._best[2]}, tmp)
+            tmp.replace(path)
+
+    def load(self, path: Path, step: int | None) -> None:
+        """Take back the point :meth:`save` wrote, if it is the one at ``step``."""
+        import torch
+
+        if step is None or not path.is_file():
+            return
+        saved = torch.load(path, weights_only=True)
+        if int(saved["step"]) == step:
+            self._best = (tuple(saved["rank"]), step, dict(saved["weights"]))
+
     def finish(self, last_step: int, modules: Mapping[str, Any]) -> int:
         if self._best is None:
             self.chosen_step = last_step
@@ -395,6 +430,57 @@ def restore_weights(modules: Mapping[str, Any], weights: Mapping[str, Any]) -> N
     with torch.no_grad():
         for name, value in weights.items():
             params[name].copy_(value)
+
+
+#: what a resumable run keeps beside TRL's checkpoint: the rollout history, the validation curve
+#: and the kept point's step (in the checkpoint folder), and the kept point's weights (in the work folder)
+RUN_STATE_FILE = "graphdojo_state.json"
+BEST_POINT_FILE = "best_point.pt"
+
+
+def _run_state_callback(work_dir: Path, history: list[dict[str, float]] | None, curve: Any) -> Any:
+    """A ``TrainerCallback`` that writes :data:`RUN_STATE_FILE` into each checkpoint TRL saves
+    (and the kept point's weights into ``work_dir``), so :func:`_resume` can continue the run."""
+    import json
+
+    from transformers import TrainerCallback
+
+    class RunState(TrainerCallback):
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if curve is not None:
+                curve.best.save(work_dir / BEST_POINT_FILE)
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            payload = {
+                "step": int(state.global_step),
+                "history": list(history or []),
+                "points": [] if curve is None else list(curve.points),
+                "best_step": None if curve is None else curve.best.step,
+            }
+            tmp = folder / (RUN_STATE_FILE + ".tmp")
+            tmp.write_text(json.dumps(payload))
+            tmp.replace(folder / RUN_STATE_FILE)
+
+    return RunState()
+
+
+def _resume(work_dir: Path, history: list[dict[str, float]] | None, curve: Any) -> str | None:
+    """The last complete checkpoint in ``work_dir`` (TRL's, with :data:`RUN_STATE_FILE`), its
+    rollout history and validation curve put back; ``None``: nothing to resume (a run killed
+    between TRL's save and the state file starts again)."""
+    import json
+
+    from transformers.trainer_utils import get_last_checkpoint
+
+    last = get_last_checkpoint(str(work_dir)) if work_dir.is_dir() else None
+    if last is None or not (Path(last) / RUN_STATE_FILE).is_file():
+        return None
+    state = json.loads((Path(last) / RUN_STATE_FILE).read_text())
+    if history is not None:
+        history[:] = state["history"]
+    if curve is not None:
+        curve.points[:] = state["points"]
+        curve.best.load(work_dir / BEST_POINT_FILE, state["best_step"])
+    return last
 
 
 def span_logps(
@@ -486,18 +572,30 @@ def run_grpo(
     output_dir: str | Path,
     config: GRPORunConfig = GRPORunConfig(),
     multi_turn: MultiTurn | None = None,
+    work_dir: str | Path | None = None,
 ) -> TrainResult:
-    """Train with GRPO; see the module docstring."""
+    """Train with GRPO; see the module docstring. With ``config.save_every``, a resumable
+    checkpoint (TRL's: weights, optimizer, scheduler, RNG and step; ours: the rollout history, the
+    validation curve and the kept point) is written to ``work_dir`` every that many steps — the
+    last one only — and a run that finds one there continues from it with the same data order."""
     from datasets import Dataset
 
     from components.training._common import load, train_and_save
 
     if not rows or any("prompt" not in r for r in rows):
         raise ValueError("every row needs a 'prompt'")
+    if config.save_every and work_dir is None:
+        raise ValueError("save_every needs a work_dir (where the resumable checkpoints go)")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tokenizer = load(model_dir, config.threads, left_pad=True)
-    args = grpo_args(config, output_dir)
+    args = grpo_args(config, work_dir if config.save_every else output_dir)
     curve = None if multi_turn is None else multi_turn.validation_callback(reward_funcs[0])
+    history = None if multi_turn is None else multi_turn.history
+    callbacks = [] if curve is None else [curve]
+    resume = None
+    if config.save_every:
+        callbacks.append(_run_state_callback(Path(work_dir), history, curve))  # type: ignore[arg-type]
+        resume = _resume(Path(work_dir), history, curve)  # type: ignore[arg-type]
     trainer = span_trainer()(
         model=model,
         reward_funcs=list(reward_funcs),
@@ -505,12 +603,12 @@ def run_grpo(
         train_dataset=Dataset.from_list([dict(r) for r in rows]),
         processing_class=tokenizer,
         rollout_func=None if multi_turn is None else multi_turn.rollout_func(),
-        callbacks=None if curve is None else [curve],
+        callbacks=callbacks or None,
     )
     if curve is not None:
         curve.trainer = trainer
     latest = None if multi_turn is None else (lambda: multi_turn.history[-1] if multi_turn.history else {})
-    log = train_and_save(trainer, tokenizer, output_dir, latest)
+    log = train_and_save(trainer, tokenizer, output_dir, latest, resume_from=resume)
     return TrainResult(
         str(output_dir),
         int(trainer.state.global_step),
@@ -521,4 +619,5 @@ def run_grpo(
         [] if multi_turn is None else list(multi_turn.history),
         [] if curve is None else list(curve.points),
         int(trainer.state.global_step) if curve is None else curve.chosen_step,
+        None if resume is None else int(Path(resume).name.rsplit("-", 1)[-1]),
     )

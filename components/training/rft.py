@@ -373,6 +373,7 @@ def build_graphcert_rft(inputs: Mapping[str, Any], config: Any, out_dir: Path, c
     teacher rows, the validation split for pass@k, the ``snapshot`` graph. ``rft_rounds: 0``
     trains nothing: the artifact stores nothing and says so. The finished rounds wait in
     ``<data>/work/graphcert_rft/<domain>/<fingerprint>/`` until the stage lands (resume)."""
+    from components.training._common import work_folder
     from components.training.checkpoint import certified_train_rows
 
     r = config.resolved()
@@ -381,7 +382,7 @@ def build_graphcert_rft(inputs: Mapping[str, Any], config: Any, out_dir: Path, c
         ctx.log(f"{ctx.domain}/graphcert_rft not trained: {reason}")
         return GRAPHCERT_RFT.artifact(inputs, config, ctx, path=None, summary={"trained": False, "reason": reason})
     curriculum, certified, snapshot = inputs["curriculum"], inputs["certified"], inputs["snapshot"]
-    work = Path(ctx.data_root) / "work" / "graphcert_rft" / ctx.domain / str(ctx.fingerprint or "unversioned")
+    work = work_folder(ctx, "graphcert_rft")
     result = graphcert_rft(
         str(inputs["checkpoint"].path),
         certified_train_rows(certified, curriculum),

@@ -41,6 +41,7 @@ from typing import Any, Final
 from components.curriculum.sampler import LEVELS, CurriculumSampler
 from components.store.artifact import Artifact, BuildContext, Layer
 from components.store.fingerprint import read_parquet
+from components.training._common import work_folder
 from components.training.checkpoint import (
     CheckpointResult,
     TrainConfig,
@@ -149,7 +150,11 @@ def curriculum_order(
     return [items[i] for _ in range(steps) for _level, i in sampler.sample(per_step)]
 
 
-def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuffle: bool = True) -> Any:
+def _grpo_config(
+    r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuffle: bool = True, resumable: bool = False
+) -> Any:
+    """TRL's run config of an RL stage; ``resumable``: a checkpoint at every validation point
+    (``rl_val_every`` steps) in the stage's work folder."""
     from components.training.grpo import GRPORunConfig
 
     return GRPORunConfig(
@@ -169,6 +174,7 @@ def _grpo_config(r: Mapping[str, Any], config: TrainConfig, *, steps: int, shuff
         use_vllm=config.preset == "gpu",
         vllm_mode=config.vllm_mode or "colocate",
         vllm_server_url=config.vllm_server_url,
+        save_every=int(r["rl_val_every"]) if resumable else 0,
     )
 
 
@@ -305,13 +311,15 @@ def graphcert_grpo(
     reward: Any = None,
     ablation: Mapping[str, Any] | None = None,
     validation: Sequence[Mapping[str, Any]] = (),
+    work_dir: str | Path | None = None,
 ) -> CheckpointResult:
     """GraphCert GRPO from ``start_dir`` (the warm start) on certified training rows (``question``,
     ``answer``, ``answer_type``, ``evidence_json``, ``final_program``), the questions chosen by
     :func:`_plan` and anchored by name (:func:`~components.training.anchors.solver_rows`);
     ``validation`` (certified rows of the validation split) makes the validation curve;
     ``reward`` and ``ablation`` (its config, for the model card) are set by
-    :mod:`components.training.ablations`."""
+    :mod:`components.training.ablations`. ``work_dir``: resumable checkpoints go there, and a
+    run that finds one continues from it (:func:`~components.training.grpo.run_grpo`)."""
     from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphcert_reward
     from components.tools.episodes import python_cypher_envs
@@ -335,8 +343,13 @@ def graphcert_grpo(
             _used(r, r["rl_steps"]),
             prepare=lambda chosen: _certified_prompts(solver_rows(chosen, db_location)[0]),
         )
-        train = run_grpo(start_dir, data, [reward], output_dir, _grpo_config(r, config, steps=r["rl_steps"]), mt)
-    extra = {"questions": len(data), **({"ablation": dict(ablation)} if ablation else {})}
+        grpo = _grpo_config(r, config, steps=r["rl_steps"], resumable=work_dir is not None)
+        train = run_grpo(start_dir, data, [reward], output_dir, grpo, mt, work_dir=work_dir)
+    extra = {
+        "questions": len(data),
+        **({"ablation": dict(ablation)} if ablation else {}),
+        **({"resumed_from_step": train.resumed_from} if train.resumed_from is not None else {}),
+    }
     notes = [f"Ablation: {json.dumps(dict(ablation))} (see components/training/ablations.py)."] if ablation else []
     return _finish(
         "graphcert-grpo",
@@ -750,6 +763,7 @@ def build_graphcert_grpo(
     start = rft if rft is not None and rft.path is not None else inputs["checkpoint"]
     rows = certified_train_rows(inputs["certified"], curriculum)  # anchored by the stage, as it uses them
     held_out = certified_train_rows(inputs["certified"], curriculum, split="validation")
+    work = work_folder(ctx, GRAPHCERT_GRPO.name)
     result = graphcert_grpo(
         str(start.path),
         rows,
@@ -759,7 +773,9 @@ def build_graphcert_grpo(
         data_fingerprint=curriculum.fingerprint,
         domain=ctx.domain,
         validation=held_out,
+        work_dir=work,
     )
+    shutil.rmtree(work, ignore_errors=True)  # landed: nothing left to resume
     return _trained(GRAPHCERT_GRPO, inputs, config, out_dir, ctx, result)
 
 

@@ -102,6 +102,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert [r.data["step"] for r in rft["validation_curve"].value.records] == [0, 1, 2]
     AutoModelForCausalLM.from_pretrained(Path(rft["path"].value))
     assert not list((tmp_path / "work").rglob("round-*.json"))  # the resume folder goes once the stage lands
+    assert not list((tmp_path / "work").rglob("checkpoint-*"))  # GraphCert GRPO's too
     pairs = materialized["preference_pairs"]
     # a random tiny model never answers: every pool is uniformly failed, so no pair is kept …
     assert pairs["questions"].value == 3 and pairs["trajectories"].value == 12 and pairs["pairs"].value == 0
@@ -134,6 +135,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
             assert sel["never"] + sel["sometimes"] + sel["always"] <= 4
             val = [r.data for r in m["validation_curve"].value.records]
             assert [v["step"] for v in val] == [0, 1, 2] and all(v["episodes"] == 2 for v in val)
+            assert all(0.0 <= v["answer_f1"] <= 1.0 and 0.0 <= v["evidence"] <= 1.0 for v in val)  # the reward's terms
             assert "## Validation reward" in card and "## Training questions" in card
         AutoModelForCausalLM.from_pretrained(folder)
     assert "Stage 1 ran GRPO" in (Path(materialized["graphdancer_rl"]["path"].value) / "README.md").read_text()

@@ -461,3 +461,81 @@ def test_grpo_keeps_the_best_validation_point(tiny_model: Path, tmp_path: Path) 
     )
     assert CheckpointResult("out", "base", validation=peak.validation, chosen_step=1).improved is True
     assert CheckpointResult("out", "base").improved is None  # no validation curve chose anything
+
+
+def _resumable_grpo(model: str, db: str, work: str, out: str, stall_after: str | None = None):
+    """Four multi-turn GRPO steps (float32, lr 1e-3) with a validation point every step and a
+    resumable checkpoint every 2 in ``work``. ``stall_after``: once that file exists, the reward
+    never returns (the run hangs there until it is killed) — run in a child process."""
+    import time
+
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+    from components.rollout import RolloutConfig
+    from components.rollout.runner import CODE_STOPS
+    from components.tools.episodes import PythonCypherEnvironment
+    from components.training.grpo import GRPORunConfig, MultiTurn, Validation, run_grpo
+
+    def reward(completions, **kwargs):
+        while stall_after is not None and Path(stall_after).exists():
+            time.sleep(1)
+        return [len(c) / 100 for c in completions]  # differs between episodes: the weights move
+
+    rows = [{"prompt": f"Who wrote p{i % 3 + 1}?", "answer": "Ann Lee"} for i in range(8)]
+    held_out = [{"prompt": "How many papers are there?", "answer": "3"}]
+    with LadybugBackend(db) as graph:
+        schema = graph.schema()
+        qp = ReadOnlyQueryPath(graph, schema=schema)
+        make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
+        rollout = RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS, seed=3)
+        config = GRPORunConfig(
+            max_steps=4,
+            batch_size=4,
+            num_generations=2,
+            max_completion_length=512,
+            threads=1,
+            learning_rate=1e-3,
+            precision="float32",
+            save_every=2,
+        )
+        multi = MultiTurn(make_env, rollout, validation=Validation(held_out, every=1, metric="reward"))
+        return run_grpo(model, rows, [reward], out, config, multi_turn=multi, work_dir=work)
+
+
+def test_an_interrupted_grpo_run_resumes_where_it_stopped(tiny_model: Path, tmp_path: Path) -> None:
+    """A run killed (SIGKILL) during step 3 continues from its step-2 checkpoint and ends as the
+    uninterrupted run does: the same rollouts in the same order (history), the same losses, the
+    same validation curve and kept point, the same saved weights."""
+    import multiprocessing
+    import time
+
+    from components.graph.load import load_graph
+    from components.training.grpo import RUN_STATE_FILE
+    from tests.components.tools.test_graph_cot import library_graph
+
+    db = tmp_path / "db"
+    load_graph(library_graph(), db)
+    whole = _resumable_grpo(str(tiny_model), str(db), str(tmp_path / "w1"), str(tmp_path / "o1"))
+    assert whole.resumed_from is None and whole.steps == 4
+
+    state = tmp_path / "w2" / "checkpoint-2" / RUN_STATE_FILE
+    child = multiprocessing.get_context("spawn").Process(
+        target=_resumable_grpo, args=(str(tiny_model), str(db), str(tmp_path / "w2"), str(tmp_path / "o2"), str(state))
+    )
+    child.start()
+    deadline = time.monotonic() + 600
+    while not state.exists() and child.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    child.kill()
+    child.join()
+    assert state.exists() and not (tmp_path / "o2" / "config.json").exists()  # stopped after step 2, nothing saved
+
+    resumed = _resumable_grpo(str(tiny_model), str(db), str(tmp_path / "w2"), str(tmp_path / "o2"))
+    assert resumed.resumed_from == 2 and resumed.steps == 4
+    assert resumed.rollouts == whole.rollouts  # the same episodes, step by step
+    assert resumed.losses == pytest.approx(whole.losses, abs=1e-6) and len(whole.losses) == 4
+    assert [p["reward"] for p in resumed.validation] == [p["reward"] for p in whole.validation]
+    assert resumed.chosen_step == whole.chosen_step
+    saved = AutoModelForCausalLM.from_pretrained(tmp_path / "o2").state_dict()
+    reference = AutoModelForCausalLM.from_pretrained(tmp_path / "o1").state_dict()
+    assert all(torch.allclose(saved[k], reference[k], atol=1e-6) for k in reference)
