@@ -10,8 +10,19 @@ from pathlib import Path
 from typing import Any
 
 
-def load(model_dir: str | Path, threads: int | None, *, left_pad: bool = False) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` from a local folder, offline; a pad token is always set."""
+def load(
+    model_dir: str | Path, threads: int | None, *, left_pad: bool = False, frozen_precision: str | None = None
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` from a local folder, offline; a pad token is always set. The
+    weights are loaded in **float32** whatever dtype the folder was saved in — the trainable
+    master copy: transformers 5 loads a checkpoint in its saved dtype (Qwen2.5's: bfloat16), and
+    Adam updates of a bfloat16 weight smaller than its rounding step (2⁻⁸ of its size: an RL step
+    at lr 1e-6 on a weight of 0.02) are lost; bfloat16 *compute* is autocast's
+    (:func:`common_args`), and on a CPU without native bfloat16 (AVX2 only) bfloat16 weights
+    multiply ≈ 70× slower than float32. ``frozen_precision``: the weights will be frozen (LoRA
+    trains float32 adapters beside them), so a folder saved in bfloat16 stays bfloat16 where that
+    precision resolves to it (:func:`~components.llm.precision.resolve_precision`: the hardware
+    has it); a float32 folder is never rounded down."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -23,7 +34,15 @@ def load(model_dir: str | Path, threads: int | None, *, left_pad: bool = False) 
         tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return AutoModelForCausalLM.from_pretrained(model_dir), tokenizer
+    from transformers import AutoConfig
+
+    from components.llm.precision import resolve_precision
+
+    dtype = torch.float32
+    if frozen_precision is not None and resolve_precision(frozen_precision) == "bfloat16":
+        saved = getattr(AutoConfig.from_pretrained(model_dir), "dtype", None)
+        dtype = torch.bfloat16 if str(saved).removeprefix("torch.") == "bfloat16" else torch.float32
+    return AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype), tokenizer
 
 
 def work_folder(ctx: Any, layer: str) -> Path:

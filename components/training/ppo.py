@@ -306,8 +306,9 @@ def run_ppo(
         torch.set_num_threads(config.threads)
     torch.manual_seed(config.seed)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    policy = AutoModelForCausalLM.from_pretrained(model_dir)
-    reference = AutoModelForCausalLM.from_pretrained(model_dir).eval().requires_grad_(False)
+    # float32 master weights whatever the folder's dtype (components/training/_common.py, load)
+    policy = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    reference = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval().requires_grad_(False)
     head = load_value_head(model_dir, policy.config.hidden_size)
     optimizer = torch.optim.AdamW(
         [{"params": policy.parameters(), "lr": config.actor_lr}, {"params": head.parameters(), "lr": config.critic_lr}]

@@ -201,7 +201,9 @@ def run_sft(
         raise ValueError("no training examples")
     if any(all(label == -100 for label in e["labels"]) for e in examples):
         raise ValueError("an example has no model token to learn from (all labels are -100)")
-    model, tokenizer = load(model_dir, config.threads)
+    # LoRA freezes the base weights (its float32 adapters train): they may compute in bfloat16
+    frozen = config.precision if config.lora is not None else None
+    model, tokenizer = load(model_dir, config.threads, frozen_precision=frozen)
     if config.lora is not None:
         model = lora_model(model, config.lora)
     args = SFTConfig(

@@ -128,6 +128,26 @@ def test_lora_sft_trains_adapters_and_saves_merged_weights(tiny_model: Path, tmp
     assert timed.steps == 1  # a zero budget still completes the first step, then stops
 
 
+def test_training_keeps_float32_master_weights_of_a_bfloat16_checkpoint(tiny_model: Path, tmp_path: Path) -> None:
+    """A checkpoint saved in bfloat16 (as Qwen2.5's are) trains from float32 weights: one SFT
+    step at lr 1e-6 moves weights by ~1e-6 — far below bfloat16's rounding step at their size —
+    and the moves are kept (in bfloat16 every one of them would round away)."""
+    half = tmp_path / "bf16"
+    AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.bfloat16).save_pretrained(half)
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(half)
+    _, examples, _ = toy_sft(tiny_model)
+    config = SFTRunConfig(max_steps=1, batch_size=4, threads=1, learning_rate=1e-6, precision="float32")
+    run_sft(half, examples, tmp_path / "out", config)
+    start = AutoModelForCausalLM.from_pretrained(half, dtype=torch.float32).state_dict()
+    trained = AutoModelForCausalLM.from_pretrained(tmp_path / "out", dtype=torch.float32).state_dict()
+    weight = "model.layers.0.mlp.down_proj.weight"
+    moved = (trained[weight] - start[weight]).abs()
+    assert trained[weight].dtype == torch.float32 and (tmp_path / "out" / "config.json").is_file()
+    assert 0 < moved.max().item() < 1e-5 and (moved > 0).float().mean().item() > 0.5
+
+
 def test_shared_prefix_gives_the_same_loss_and_gradients(tiny_model: Path, tmp_path: Path) -> None:
     """The common prompt run once and its keys / values repeated per row: on a right-padded
     batch of three trajectories the loss and every weight's gradient equal the full computation;
