@@ -8,6 +8,7 @@ it natively (AMX / AVX-512 BF16); this measures whether that is right here. It a
 warm-up step; the printed ratio is bfloat16 / float32 seconds per step.
 
     python benchmarks/precision.py [--model qwen2.5-coder-0.5b] [--tokens 128] [--steps 1]
+                                   [--precisions float32 bfloat16]
 
 Run it with nothing else on the machine (2 cores).
 """
@@ -59,6 +60,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--steps", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--precisions", nargs="+", default=["float32", "bfloat16"], choices=["float32", "bfloat16"])
     args = p.parse_args()
 
     import torch
@@ -80,18 +82,17 @@ def main() -> None:
         flush=True,
     )
     step = {}
-    for precision in ("float32", "bfloat16"):
+    for precision in args.precisions:
         step[precision] = sft_step_seconds(folder, precision, args.tokens, args.batch, args.steps, args.threads)
         print(
             f"LoRA SFT step ({args.batch} × {args.tokens} tokens, {folder.name}): {precision} {step[precision]:.1f} s",
             flush=True,
         )
     out["sft_step_s"] = step
-    out["ratio_bf16_over_fp32"] = step["bfloat16"] / step["float32"]
-    print(
-        f"bfloat16 / float32 step time: {out['ratio_bf16_over_fp32']:.2f}×  "
-        f"(auto should pick the faster: {'float32' if out['ratio_bf16_over_fp32'] > 1 else 'bfloat16'})"
-    )
+    if len(step) == 2:
+        out["ratio_bf16_over_fp32"] = step["bfloat16"] / step["float32"]
+        faster = "float32" if out["ratio_bf16_over_fp32"] > 1 else "bfloat16"
+        print(f"bfloat16 / float32 step time: {out['ratio_bf16_over_fp32']:.2f}×  (auto should pick: {faster})")
     print(json.dumps(out))
 
 
