@@ -10,7 +10,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from components.rollout import masked_nll
+from components.rollout import RolloutConfig, masked_nll
+from components.rollout.runner import CODE_STOPS
 from components.training import build_pair, pairs, rank_key, run_sft, sft, sft_example
 from components.training.sft import SFTRunConfig
 
@@ -330,10 +331,8 @@ def test_validation_curve_plays_the_current_policy_on_held_out_rows(tiny_model: 
     from components.graph.ladybug import LadybugBackend
     from components.graph.load import load_graph
     from components.llm.transformers_backend import TransformersBackend
-    from components.rollout import RolloutConfig
-    from components.rollout.runner import CODE_STOPS
     from components.tools.episodes import PythonCypherEnvironment
-    from components.training.grpo import GRPORunConfig, MultiTurn, Validation, run_grpo
+    from components.training.grpo import Validation
     from components.training.selection import play
     from components.training.stages import curves
     from tests.components.tools.test_graph_cot import library_graph
@@ -348,31 +347,14 @@ def test_validation_curve_plays_the_current_policy_on_held_out_rows(tiny_model: 
 
     held_out = [{"prompt": "How many papers are there?", "answer": "3"}, {"prompt": "Who wrote p1?", "answer": "x"}]
     rows = [{"prompt": "Who wrote p2?", "answer": "Ann Lee, Bob Stone"}] * 4
-    rollout = RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS, seed=3)
     with LadybugBackend(db) as backend:
         schema = backend.schema()
         qp = ReadOnlyQueryPath(backend, schema=schema)
         make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
         # both sides in float32: a bfloat16-loaded model and bf16 autocast over float32 weights
         # round differently, which would make the comparison about precision, not the curve
-        start = play(TransformersBackend(tiny_model, threads=1, dtype="float32"), held_out, make_env, rollout, 2)
-        mt = MultiTurn(make_env, rollout, validation=Validation(held_out, every=1, samples=2))
-        result = run_grpo(
-            tiny_model,
-            rows,
-            [length],
-            tmp_path / "gc",
-            GRPORunConfig(
-                max_steps=2,
-                batch_size=4,
-                num_generations=2,
-                max_completion_length=512,
-                threads=1,
-                learning_rate=1e-3,
-                precision="float32",
-            ),
-            multi_turn=mt,
-        )
+        start = play(TransformersBackend(tiny_model, threads=1, dtype="float32"), held_out, make_env, TINY_ROLLOUT, 2)
+    result = _tiny_grpo(tiny_model, db, rows, length, tmp_path / "gc", Validation(held_out, every=1, samples=2))
     assert [v["step"] for v in result.validation] == [0, 1, 2]
     assert all(v["episodes"] == 4 for v in result.validation)
     assert result.validation[0]["reward"] == pytest.approx(sum(len(r.completion_text) / 100 for r in start) / 4)
@@ -405,16 +387,41 @@ def test_span_scoring_equals_full_scoring_on_the_model_tokens(tiny_model: Path) 
     assert torch.allclose(grad_span, model.get_output_embeddings().weight.grad, atol=1e-5)
 
 
+#: the tiny model's multi-turn rollouts in these tests: two turns of 12 tokens, seeded
+TINY_ROLLOUT = RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS, seed=3)
+
+
+def _tiny_grpo(model, db, rows, reward, out, validation, *, steps: int = 2, save_every: int = 0, work=None):
+    """Multi-turn GRPO of ``model`` in the Python + Cypher sandbox over the graph at ``db``:
+    float32, lr 1e-3 (the weights move), 4 completions a step (2 per question), ``TINY_ROLLOUT``."""
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+    from components.tools.episodes import PythonCypherEnvironment
+    from components.training.grpo import GRPORunConfig, MultiTurn, run_grpo
+
+    config = GRPORunConfig(
+        max_steps=steps,
+        batch_size=4,
+        num_generations=2,
+        max_completion_length=512,
+        threads=1,
+        learning_rate=1e-3,
+        precision="float32",
+        save_every=save_every,
+    )
+    with LadybugBackend(db) as graph:
+        schema = graph.schema()
+        qp = ReadOnlyQueryPath(graph, schema=schema)
+        make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
+        multi = MultiTurn(make_env, TINY_ROLLOUT, validation=validation)
+        return run_grpo(model, rows, [reward], out, config, multi_turn=multi, work_dir=work)
+
+
 def _grpo_keeping_best(tiny_model: Path, tmp_path: Path, schedule: list[float], keep_best: bool = True):
     """Two GRPO steps (lr 1e-3: the weights move) whose validation points score ``schedule``
     (steps 0, 1, 2) while the training reward varies between episodes; ``(result, saved weights)``."""
-    from components.cypher.query_path import ReadOnlyQueryPath
-    from components.graph.ladybug import LadybugBackend
     from components.graph.load import load_graph
-    from components.rollout import RolloutConfig
-    from components.rollout.runner import CODE_STOPS
-    from components.tools.episodes import PythonCypherEnvironment
-    from components.training.grpo import GRPORunConfig, MultiTurn, Validation, run_grpo
+    from components.training.grpo import Validation
     from tests.components.tools.test_graph_cot import library_graph
 
     db = tmp_path / "db"
@@ -429,28 +436,8 @@ def _grpo_keeping_best(tiny_model: Path, tmp_path: Path, schedule: list[float], 
 
     held_out = [{"prompt": "How many papers are there?", "answer": "3"}]
     rows = [{"prompt": "Who wrote p2?", "answer": "Ann Lee, Bob Stone"}] * 4
-    rollout = RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS, seed=3)
-    with LadybugBackend(db) as backend:
-        schema = backend.schema()
-        qp = ReadOnlyQueryPath(backend, schema=schema)
-        make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
-        spec = Validation(held_out, every=1, metric="reward", keep_best=keep_best)
-        result = run_grpo(
-            tiny_model,
-            rows,
-            [reward],
-            tmp_path / "out",
-            GRPORunConfig(
-                max_steps=2,
-                batch_size=4,
-                num_generations=2,
-                max_completion_length=512,
-                threads=1,
-                learning_rate=1e-3,
-                precision="float32",
-            ),
-            multi_turn=MultiTurn(make_env, rollout, validation=spec),
-        )
+    spec = Validation(held_out, every=1, metric="reward", keep_best=keep_best)
+    result = _tiny_grpo(tiny_model, db, rows, reward, tmp_path / "out", spec)
     assert points == schedule
     return result, AutoModelForCausalLM.from_pretrained(tmp_path / "out").state_dict()
 
@@ -489,12 +476,7 @@ def _resumable_grpo(model: str, db: str, work: str, out: str, stall_after: str |
     never returns (the run hangs there until it is killed) — run in a child process."""
     import time
 
-    from components.cypher.query_path import ReadOnlyQueryPath
-    from components.graph.ladybug import LadybugBackend
-    from components.rollout import RolloutConfig
-    from components.rollout.runner import CODE_STOPS
-    from components.tools.episodes import PythonCypherEnvironment
-    from components.training.grpo import GRPORunConfig, MultiTurn, Validation, run_grpo
+    from components.training.grpo import Validation
 
     def reward(completions, **kwargs):
         while stall_after is not None and Path(stall_after).exists():
@@ -503,23 +485,8 @@ def _resumable_grpo(model: str, db: str, work: str, out: str, stall_after: str |
 
     rows = [{"prompt": f"Who wrote p{i % 3 + 1}?", "answer": "Ann Lee"} for i in range(8)]
     held_out = [{"prompt": "How many papers are there?", "answer": "3"}]
-    with LadybugBackend(db) as graph:
-        schema = graph.schema()
-        qp = ReadOnlyQueryPath(graph, schema=schema)
-        make_env = lambda: PythonCypherEnvironment(qp, schema, max_rounds=1)  # noqa: E731
-        rollout = RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS, seed=3)
-        config = GRPORunConfig(
-            max_steps=4,
-            batch_size=4,
-            num_generations=2,
-            max_completion_length=512,
-            threads=1,
-            learning_rate=1e-3,
-            precision="float32",
-            save_every=2,
-        )
-        multi = MultiTurn(make_env, rollout, validation=Validation(held_out, every=1, metric="reward"))
-        return run_grpo(model, rows, [reward], out, config, multi_turn=multi, work_dir=work)
+    spec = Validation(held_out, every=1, metric="reward")
+    return _tiny_grpo(model, db, rows, reward, out, spec, steps=4, save_every=2, work=work)
 
 
 def test_an_interrupted_grpo_run_resumes_where_it_stopped(tiny_model: Path, tmp_path: Path) -> None:
