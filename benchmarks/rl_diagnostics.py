@@ -10,7 +10,8 @@ On those episodes (``components/training/diagnostics.py``):
 1. how often the answer read from the completion's text differs from the environment's parsed one;
 2. the size of GRPO's advantages (per group / per batch / unscaled) in groups whose answers are
    all wrong against mixed groups;
-3. the sampler's log-probabilities (bfloat16, nucleus) against the trainer's (float32, full
+3. the sampler's log-probabilities (in the precision the RL stage samples with — bfloat16 where
+   training runs in it — and its nucleus) against the trainer's (float32, full
    softmax) on the first ``--logprob-episodes`` episodes' model tokens, at the rollouts' top-p and
    at evaluation's 0.8.
 
@@ -44,6 +45,7 @@ def main() -> None:
     p.add_argument("--logprob-episodes", type=int, default=16, help="episodes whose log-probs are compared")
     args = p.parse_args()
 
+    from components.llm.precision import resolve_precision
     from components.rollout.runner import CODE_STOPS
     from components.rubric.rewards import graphcert_reward
     from components.store import Catalog
@@ -92,6 +94,7 @@ def main() -> None:
     rewards = score(graphcert_reward, records, repeated)
     correct = answers_correct(records, repeated)
     subset = records[: args.logprob_episodes]
+    sampling = resolve_precision(cfg.train.precision)  # the RL stage samples from a copy in this precision
     result = {
         "domain": cfg.name,
         "checkpoint": str(start.path),
@@ -101,8 +104,12 @@ def main() -> None:
         "em": sum(correct) / max(1, len(correct)),
         "disagreement": answer_disagreement(records),
         "advantages": advantage_sizes(summarize_groups(rewards, args.samples), summarize_groups(correct, args.samples)),
-        "logprobs": logprob_gap(str(start.path), subset, rollout.temperature, rollout.top_p, cfg.train.threads),
-        "logprobs_at_eval_top_p": logprob_gap(str(start.path), subset, rollout.temperature, 0.8, cfg.train.threads),
+        "logprobs": logprob_gap(
+            str(start.path), subset, rollout.temperature, rollout.top_p, cfg.train.threads, sampling
+        ),
+        "logprobs_at_eval_top_p": logprob_gap(
+            str(start.path), subset, rollout.temperature, 0.8, cfg.train.threads, sampling
+        ),
         "play_s": round(play_s, 1),
         "wall_s": round(time.perf_counter() - t0, 1),
     }

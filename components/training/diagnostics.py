@@ -128,19 +128,28 @@ def _token_logprobs(model: Any, record: Any, temperature: float, top_p: float) -
 
 
 def logprob_gap(
-    model_dir: str, records: Sequence[Any], temperature: float, top_p: float, threads: int | None = None
+    model_dir: str,
+    records: Sequence[Any],
+    temperature: float,
+    top_p: float,
+    threads: int | None = None,
+    sampler_precision: str = "bfloat16",
 ) -> dict[str, Any]:
-    """Per model token of ``records``: the sampler's log-probability (bfloat16 weights, the
-    nucleus at ``top_p``) minus the trainer's (float32, full softmax), both at ``temperature``.
-    Mean difference, mean absolute difference, the share of tokens more than 0.1 nats apart, and
-    tokens the sampler's nucleus would not contain (rounding between the two precisions)."""
+    """Per model token of ``records``: the sampler's log-probability (weights in
+    ``sampler_precision`` — what the RL stage samples with: a bfloat16 copy where training runs in
+    bfloat16, the float32 policy itself elsewhere — and the nucleus at ``top_p``) minus the
+    trainer's (float32, full softmax), both at ``temperature``. Mean difference, mean absolute
+    difference, the share of tokens more than 0.1 nats apart, and tokens the sampler's nucleus
+    would not contain."""
     import torch
     from transformers import AutoModelForCausalLM
+
+    from components.llm.precision import torch_dtype
 
     if threads:
         torch.set_num_threads(threads)
     scorer = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-    sampler = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16).eval()
+    sampler = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch_dtype(sampler_precision)).eval()
     diffs: list[float] = []
     outside = 0
     for rec in records:
@@ -160,6 +169,7 @@ def logprob_gap(
         "outside_nucleus": outside,
         "temperature": temperature,
         "top_p": top_p,
+        "sampler_precision": sampler_precision,
     }
 
 
@@ -187,7 +197,8 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
                 f"mixed groups {a[f'{scale}_mixed_abs_adv']:.3f}"
             )
     lines.append(
-        f"- sampler (bf16, top-p {g['top_p']}) − scorer (fp32, full softmax) log-prob over {g['tokens']} model tokens: "
+        f"- sampler ({g.get('sampler_precision', 'bfloat16')}, top-p {g['top_p']}) − scorer (float32, full softmax) "
+        f"log-prob over {g['tokens']} model tokens: "
         f"mean {g['mean_diff']:+.4f}, mean |·| {g['mean_abs_diff']:.4f}, {g['share_over_0.1']:.1%} over 0.1 nats; "
         f"{g['outside_nucleus']} outside the nucleus"
     )

@@ -89,6 +89,9 @@ def test_logprob_gap_on_played_episodes(tmp_path: Path) -> None:
     assert 0.0 < full["mean_abs_diff"] < 1.0
     assert nucleus["tokens"] + nucleus["outside_nucleus"] == model_tokens
     assert nucleus["mean_diff"] > full["mean_diff"]
+    # a float32 sampler (training in float32: the policy samples itself) differs only by the nucleus
+    same = logprob_gap(str(model), records, 0.7, 1.0, threads=1, sampler_precision="float32")
+    assert same["mean_abs_diff"] == pytest.approx(0.0, abs=1e-6) and same["sampler_precision"] == "float32"
     lines = report_lines(
         {
             "disagreement": answer_disagreement(records),
@@ -96,4 +99,4 @@ def test_logprob_gap_on_played_episodes(tmp_path: Path) -> None:
             "logprobs": full,
         }
     )
-    assert len(lines) == 6 and "sampler (bf16, top-p 1.0)" in lines[-1]
+    assert len(lines) == 6 and "sampler (bfloat16, top-p 1.0)" in lines[-1]
