@@ -440,12 +440,18 @@ BEST_POINT_FILE = "best_point.pt"
 
 def _run_state_callback(work_dir: Path, history: list[dict[str, float]] | None, curve: Any) -> Any:
     """A ``TrainerCallback`` that writes :data:`RUN_STATE_FILE` into each checkpoint TRL saves
-    (and the kept point's weights into ``work_dir``), so :func:`_resume` can continue the run."""
+    (and the kept point's weights into ``work_dir``), so :func:`_resume` can continue the run; no
+    checkpoint is written at the last step (the run is over)."""
     import json
 
     from transformers import TrainerCallback
 
     class RunState(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if state.global_step >= state.max_steps:  # the run is over: nothing left to resume
+                control.should_save = False
+            return control
+
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if curve is not None:
                 curve.best.save(work_dir / BEST_POINT_FILE)

@@ -519,6 +519,7 @@ def test_an_interrupted_grpo_run_resumes_where_it_stopped(tiny_model: Path, tmp_
 
     resumed = _resumable_grpo(str(tiny_model), str(db), str(tmp_path / "w2"), str(tmp_path / "o2"))
     assert resumed.resumed_from == 2 and resumed.steps == 4
+    assert not list((tmp_path / "w1").glob("checkpoint-4"))  # no checkpoint of a finished run
     assert resumed.rollouts == whole.rollouts  # the same episodes, step by step
     assert resumed.losses == pytest.approx(whole.losses, abs=1e-6) and len(whole.losses) == 4
     assert [p["reward"] for p in resumed.validation] == [p["reward"] for p in whole.validation]
