@@ -155,6 +155,14 @@ def graphcert_terms(
     ...                 answer=["12"] * 3, evidence_queries=[[q]] * 3, pred_evidence=[[q]] * 3)
     [(1.0, 1.0), (0.0, 1.0), (0.0, 0.0)]
     """
+    return _graphcert_terms(completions, answer, kwargs, evidence_when_right=True)
+
+
+def _graphcert_terms(
+    completions: Sequence[Any], answer: Sequence[Any] | None, kwargs: Mapping[str, Any], *, evidence_when_right: bool
+) -> list[tuple[float, float] | None]:
+    """:func:`graphcert_terms`; ``evidence_when_right=False`` skips S_evidence (0.0) where
+    ``a`` = 1, whose reward is 1 regardless (the reward's hot path parses no query it needs not)."""
     n = len(completions)
     gold = _column({"answer": answer}, "answer", n)
     types = _column(kwargs, "answer_type", n)
@@ -171,7 +179,9 @@ def graphcert_terms(
         elif pred is None:
             out.append((0.0, 0.0))
         else:
-            out.append((token_f1(pred, g, t), s_evidence(_queries(gq), _queries(pq))))
+            a = token_f1(pred, g, t)
+            e = s_evidence(_queries(gq), _queries(pq)) if a < 1.0 or evidence_when_right else 0.0
+            out.append((a, e))
     return out
 
 
@@ -185,7 +195,7 @@ def graphcert_reward(
     ...                  answer=["12"] * 3, evidence_queries=[[q]] * 3, pred_evidence=[[q]] * 3)
     [1.0, 0.1, 0.0]
     """
-    terms = graphcert_terms(completions, answer, **kwargs)
+    terms = _graphcert_terms(completions, answer, kwargs, evidence_when_right=False)
     return [None if t is None else min(1.0, t[0] + 0.10 * (1.0 - t[0]) * t[1]) for t in terms]
 
 

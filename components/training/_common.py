@@ -24,7 +24,9 @@ def load(
     precision resolves to it (:func:`~components.llm.precision.resolve_precision`: the hardware
     has it); a float32 folder is never rounded down."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from components.llm.precision import resolve_precision
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if threads:
@@ -34,10 +36,6 @@ def load(
         tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    from transformers import AutoConfig
-
-    from components.llm.precision import resolve_precision
-
     dtype = torch.float32
     if frozen_precision is not None and resolve_precision(frozen_precision) == "bfloat16":
         saved = getattr(AutoConfig.from_pretrained(model_dir), "dtype", None)

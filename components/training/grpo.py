@@ -377,6 +377,7 @@ class BestPoint:
         self.spec = spec
         self.chosen_step: int | None = None
         self._best: tuple[tuple[float, float], int, dict[str, Any]] | None = None
+        self._saved: tuple[Path, int] | None = None  # where and which step :meth:`save` last wrote
 
     def offer(self, point: Mapping[str, Any], modules: Mapping[str, Any]) -> None:
         if self.spec.keep_best and (self._best is None or self.spec.rank(point) > self._best[0]):
@@ -389,13 +390,15 @@ class BestPoint:
         return None if self._best is None else self._best[1]
 
     def save(self, path: Path) -> None:
-        """The kept point (rank, step, weights) to ``path`` (atomically); nothing kept: no file."""
+        """The kept point (rank, step, weights) to ``path`` (atomically); nothing kept: no file.
+        A point already written there is not written again."""
         import torch
 
-        if self._best is not None:
+        if self._best is not None and self._saved != (path, self._best[1]):
             tmp = path.with_name(path.name + ".tmp")
             torch.save({"rank": list(self._best[0]), "step": self._best[1], "weights": self._best[2]}, tmp)
             tmp.replace(path)
+            self._saved = (path, self._best[1])
 
     def load(self, path: Path, step: int | None) -> None:
         """Take back the point :meth:`save` wrote, if it is the one at ``step``."""
@@ -406,6 +409,7 @@ class BestPoint:
         saved = torch.load(path, weights_only=True)
         if int(saved["step"]) == step:
             self._best = (tuple(saved["rank"]), step, dict(saved["weights"]))
+            self._saved = (path, step)
 
     def finish(self, last_step: int, modules: Mapping[str, Any]) -> int:
         if self._best is None:
@@ -469,10 +473,10 @@ def _run_state_callback(work_dir: Path, history: list[dict[str, float]] | None, 
     return RunState()
 
 
-def _resume(work_dir: Path, history: list[dict[str, float]] | None, curve: Any) -> str | None:
-    """The last complete checkpoint in ``work_dir`` (TRL's, with :data:`RUN_STATE_FILE`), its
-    rollout history and validation curve put back; ``None``: nothing to resume (a run killed
-    between TRL's save and the state file starts again)."""
+def _resume(work_dir: Path, history: list[dict[str, float]] | None, curve: Any) -> tuple[str, int] | None:
+    """The last complete checkpoint in ``work_dir`` (TRL's, with :data:`RUN_STATE_FILE`) and its
+    step, its rollout history and validation curve put back; ``None``: nothing to resume (a run
+    killed between TRL's save and the state file starts again)."""
     import json
 
     from transformers.trainer_utils import get_last_checkpoint
@@ -486,7 +490,7 @@ def _resume(work_dir: Path, history: list[dict[str, float]] | None, curve: Any) 
     if curve is not None:
         curve.points[:] = state["points"]
         curve.best.load(work_dir / BEST_POINT_FILE, state["best_step"])
-    return last
+    return last, int(state["step"])
 
 
 def span_logps(
@@ -614,7 +618,7 @@ def run_grpo(
     if curve is not None:
         curve.trainer = trainer
     latest = None if multi_turn is None else (lambda: multi_turn.history[-1] if multi_turn.history else {})
-    log = train_and_save(trainer, tokenizer, output_dir, latest, resume_from=resume)
+    log = train_and_save(trainer, tokenizer, output_dir, latest, resume_from=None if resume is None else resume[0])
     return TrainResult(
         str(output_dir),
         int(trainer.state.global_step),
@@ -625,5 +629,5 @@ def run_grpo(
         [] if multi_turn is None else list(multi_turn.history),
         [] if curve is None else list(curve.points),
         int(trainer.state.global_step) if curve is None else curve.chosen_step,
-        None if resume is None else int(Path(resume).name.rsplit("-", 1)[-1]),
+        None if resume is None else resume[1],
     )
