@@ -405,8 +405,14 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
 
     ``demo`` runs the default domain; ``demo --all`` every configured domain, the default one
     first, then the GRIT tasks, GRAIN and its evaluation (``grit``), the other domains, and the
-    transfer matrix (``transfer``). ``--json``: one JSON line per domain on stdout."""
+    transfer matrix (``transfer``). ``--json``: one JSON line per domain on stdout.
+
+    Launched as several processes (``accelerate launch … -m orchestration.cli materialize``,
+    docs/scale.md), every process runs the selection, but only the main one records the run in
+    the persistent Dagster instance, lands artifacts and catalog rows and prints the JSON lines;
+    the others run on an ephemeral instance (each process keeps its own event log)."""
     from components.store import data_root
+    from components.store.ranks import is_main_process
 
     root = data_root()
     from orchestration.pipeline import dagster_home, run_selection, step_names, summary_lines
@@ -432,7 +438,8 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
     defs = build_definitions(domains, data_root=str(root))
     names = _selected(args, domains, [GRIT_PREFIX] + ([TRANSFER_PREFIX] if len(domains) > 1 else []))
     steps, store, failed = step_names(defs.resolve_all_asset_keys()), ArtifactStore(data_root=str(root)), 0
-    with dg.DagsterInstance.get() as instance:
+    main = is_main_process()
+    with dg.DagsterInstance.get() if main else dg.DagsterInstance.ephemeral() as instance:
         for domain in names:
             if args.asset:
                 job = dg.define_asset_job(
@@ -445,7 +452,7 @@ def _cmd_materialize(args: argparse.Namespace) -> int:
             outcome = run_selection(job_def, instance, steps, root, verbose=args.verbose)
             sys.stderr.write("\n".join(summary_lines(domain, outcome, instance, store)) + "\n")
             failed += not outcome.ok
-            if args.json:
+            if args.json and main:
                 line = {
                     "ok": outcome.ok,
                     "domain": domain,

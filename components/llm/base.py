@@ -32,7 +32,9 @@ class LLMError(Exception):
 @dataclass(frozen=True)
 class SamplingParams:
     """``temperature == 0`` means greedy. ``seed`` makes sampling reproducible: request ``i`` of a
-    batch samples with ``seed + i`` (so a batch equals the same requests made one by one)."""
+    batch samples with ``seed + i`` (so a batch equals the same requests made one by one), or with
+    ``seeds[i]`` when ``seeds`` is given (one per request: a caller whose requests have their own
+    identity — a rollout's episodes — keeps each request's stream whatever else is in the batch)."""
 
     max_new_tokens: int = 256
     temperature: float = 1.0
@@ -41,6 +43,13 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     seed: int | None = 0
     n: int = 1  # completions per conversation
+    seeds: tuple[int, ...] | None = None  # per request, instead of seed + i
+
+    def request_seed(self, i: int) -> int | None:
+        """The seed of request ``i`` of a batch (``None``: unseeded)."""
+        if self.seeds is not None:
+            return self.seeds[i]
+        return None if self.seed is None else self.seed + i
 
 
 @dataclass(frozen=True)

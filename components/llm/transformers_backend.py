@@ -4,9 +4,10 @@
 sampling, finished rows dropped).
 
 Seeds. Completion ``j`` of conversation ``i`` of a call samples from its own random stream,
-seeded from ``(params.seed + i, j)`` (:func:`sequence_seed`), so a batched call returns the same
-texts as the same conversations sent one by one with ``seed + i`` (up to float rounding of
-batched matmuls, which can flip a token whose cumulative probability sits exactly on a boundary).
+seeded from ``(params.seed + i, j)`` (or ``(params.seeds[i], j)``: :func:`sequence_seed`), so a
+batched call returns the same texts as the same conversations sent one by one with ``seed + i``
+(up to float rounding of batched matmuls, which can flip a token whose cumulative probability
+sits exactly on a boundary).
 
 Stops. A row finishes on an EOS token or when its decoded completion contains a stop string; the
 returned text is cut before the first stop string; ``completion_tokens`` counts the tokens
@@ -168,11 +169,16 @@ class TransformersBackend:
     # -- internals ------------------------------------------------------------------------------
     def _generate(self, prompts: list[list[int]], params: SamplingParams) -> list[list[Generation]]:
         """``n`` completions per prompt through the engine, completion ``j`` of prompt ``c``
-        seeded from ``(seed + c, j)``."""
-        base = params.seed if params.seed is not None else int.from_bytes(os.urandom(4), "little")
+        seeded from ``(seed + c, j)`` (``(seeds[c], j)``)."""
+        if params.seeds is not None and len(params.seeds) != len(prompts):
+            raise LLMError(f"{len(params.seeds)} seeds for {len(prompts)} prompts")
+        unseeded = int.from_bytes(os.urandom(4), "little")
+        bases = [params.request_seed(c) for c in range(len(prompts))]
         rows = [(c, j) for c in range(len(prompts)) for j in range(params.n)]
         gens = self.engine.generate(
-            [prompts[c] for c, _ in rows], [sequence_seed(base + c, j) for c, j in rows], params
+            [prompts[c] for c, _ in rows],
+            [sequence_seed(unseeded + c if bases[c] is None else bases[c], j) for c, j in rows],
+            params,
         )
         out: list[list[Generation]] = [[] for _ in prompts]
         for (c, _), g in zip(rows, gens, strict=True):

@@ -1,7 +1,7 @@
 """In-process batched generation on a CUDA GPU with vLLM (the optional ``gpu`` extra).
 
 ``vllm`` is imported only when a backend is created, so CPU machines never need it. Conversation
-``i`` is one vLLM request with ``seed + i`` and ``n`` completions (the seeding contract of
+``i`` is one vLLM request with ``seed + i`` (or ``seeds[i]``) and ``n`` completions (the seeding contract of
 :class:`~components.llm.base.SamplingParams`); ``LLM.chat`` applies the model's chat template
 (or ``chat_template``) with the generation prompt. vLLM cuts stop strings from the text and names
 the one that matched in ``stop_reason``.
@@ -42,7 +42,7 @@ def to_vllm_sampling(vllm: Any, params: SamplingParams, i: int) -> Any:
     ``top_k == 0`` disables top-k in both)."""
     return vllm.SamplingParams(
         n=params.n,
-        seed=None if params.seed is None else params.seed + i,
+        seed=params.request_seed(i),
         stop=list(params.stop) or None,
         temperature=params.temperature,
         top_p=params.top_p,

@@ -29,6 +29,12 @@ in some observation — for a set answer, every member does), the final answer, 
 the queries the episode marked as evidence (Python + Cypher), for the ``graphcert`` reward.
 Batched: every turn is one ``generate_ids`` call for all still-running rollouts (CPU
 transformers, or vLLM on a GPU).
+
+Seeds. Episode ``g`` (its index in the run, plus ``first``) samples turn ``t`` from its own stream,
+seeded from ``(seed, g, t)`` (``SamplingParams.seeds``) — not from its position in a batch — so
+an episode plays the same whatever else is in its batch, which episodes finished before it, how
+the run is chunked, or which process of a multi-process trainer plays it (that process passes the
+global index of its first episode as ``first``).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ __all__ = [
     "TokenBackend",
     "TrajectoryStats",
     "answer_in_results",
+    "episode_seed",
     "evidence_hit",
 ]
 
@@ -85,6 +92,20 @@ class RolloutConfig:
     #: episodes played to the end together: bounds the key/value working set the generation
     #: engine keeps across turns (a chunk's histories stay cached instead of being evicted)
     chunk: int = 128
+
+
+def episode_seed(seed: int, episode: int, turn: int) -> int:
+    """The sampling seed of turn ``turn`` of episode ``episode`` of a run seeded ``seed``: the
+    triple mixed through numpy's ``SeedSequence``, so runs seeded ``seed`` and ``seed + 1`` (GRPO
+    seeds each generation step apart) share no stream.
+
+    >>> episode_seed(0, 2, 1) == episode_seed(0, 2, 1) != episode_seed(0, 1, 2)
+    True
+    """
+    import numpy as np
+
+    state = np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, episode, turn]).generate_state(2, np.uint32)
+    return int(state[0]) << 31 ^ int(state[1])
 
 
 @dataclass(frozen=True)
@@ -215,8 +236,9 @@ class RolloutRunner:
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return self._encode(text)
 
-    def run(self, rows: Sequence[dict[str, Any]], *, n: int = 1) -> list[RolloutRecord]:
-        """``n`` rollouts per row (row-major order: row 0's n, then row 1's …)."""
+    def run(self, rows: Sequence[dict[str, Any]], *, n: int = 1, first: int = 0) -> list[RolloutRecord]:
+        """``n`` rollouts per row (row-major order: row 0's n, then row 1's …); ``first``: the
+        index of this run's first episode in a larger one (the seeds: see the module docstring)."""
         cfg = self.config
         if cfg.chunk < 1:
             raise ValueError(f"chunk must be >= 1, got {cfg.chunk}")
@@ -234,7 +256,7 @@ class RolloutRunner:
             truncated = [False] * len(records)
             for start in range(0, len(records), cfg.chunk):
                 chunk = list(range(start, min(start + cfg.chunk, len(records))))
-                self._play(chunk, records, envs, finished, truncated, seed_offset=start // cfg.chunk * 1_000_003)
+                self._play(chunk, records, envs, finished, truncated, first=first)
             for i in range(len(records)):
                 if not finished[i]:
                     truncated[i] = True
@@ -260,9 +282,10 @@ class RolloutRunner:
         finished: list[bool],
         truncated: list[bool],
         *,
-        seed_offset: int,
+        first: int,
     ) -> None:
-        """Every turn of the episodes ``chunk`` (indices into ``records`` / ``envs``), in place."""
+        """Every turn of the episodes ``chunk`` (indices into ``records`` / ``envs``), in place;
+        episode ``i`` samples turn ``t`` with the seed of ``(seed, first + i, t)``."""
         cfg = self.config
         for turn in range(cfg.max_turns):
             active = [i for i in chunk if not finished[i]]
@@ -282,7 +305,8 @@ class RolloutRunner:
                 top_p=cfg.top_p,
                 top_k=cfg.top_k,
                 stop=cfg.stops,
-                seed=None if cfg.seed is None else cfg.seed + seed_offset + 1000 * turn,
+                seed=cfg.seed,
+                seeds=None if cfg.seed is None else tuple(episode_seed(cfg.seed, first + i, turn) for i in active),
                 n=1,
             )
             gens = self.backend.generate_ids(

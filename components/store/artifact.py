@@ -10,7 +10,9 @@ its own files into ``out_dir`` — and the part of its config that identifies wh
 2. an artifact already recorded under that fingerprint, whose files exist, is reused as is;
 3. otherwise the builder writes into a staging folder that becomes
    ``<data_root>/<layer>/<domain>/<fingerprint>/`` with one rename once it is complete
-   (:mod:`components.store.atomic`), and only then is the catalog row recorded.
+   (:mod:`components.store.atomic`), and only then is the catalog row recorded;
+4. launched as several processes (a multi-process trainer), only the main one lands and records
+   (:mod:`components.store.ranks`).
 
 A content-addressed layer (the graph snapshot, whose fingerprint is that of the imported graph)
 cannot know its fingerprint before building: it is built into staging and lands under the
@@ -32,6 +34,7 @@ from components.store.atomic import land, make_dirs, new_staging_dir
 from components.store.catalog import ArtifactRecord, Catalog
 from components.store.digest import code_digest
 from components.store.fingerprint import chain_fingerprint
+from components.store.ranks import from_main, is_main_process, wait_for_main
 
 __all__ = ["Artifact", "BuildContext", "Builder", "Layer", "MissingArtifactError", "materialize"]
 
@@ -191,24 +194,40 @@ def materialize(
 ) -> Artifact:
     """The artifact of ``layer`` for ``inputs`` and ``config``: reused when the catalog under
     ``ctx.data_root`` already records one with its fingerprint (and its files exist), else built
-    out of sight, moved into place whole, and recorded. A failing build leaves nothing behind."""
+    out of sight, moved into place whole, and recorded. A failing build leaves nothing behind.
+
+    Launched as several processes (:mod:`components.store.ranks`: a multi-process trainer),
+    every process builds (training needs all of them) and follows the main process's reuse
+    decision, but only the main process lands and records; the others discard their build, wait
+    for it and return its catalog row."""
     catalog = catalog or Catalog(ctx.data_root / "catalog.duckdb")
     folder = make_dirs(ctx.data_root / (layer.folder or layer.name) / ctx.domain)
+    main = is_main_process()
     if not layer.content_addressed:
         fingerprint = layer.fingerprint(inputs, config)
         rec = catalog.get(layer.name, ctx.domain, fingerprint)
-        if _stored(rec):
+        if from_main(_stored(rec)):
             ctx.log(f"{ctx.domain}/{layer.name}: reusing {fingerprint}")
-            return Artifact.from_record(rec)  # type: ignore[arg-type]
+            return Artifact.from_record(rec or catalog.get(layer.name, ctx.domain, fingerprint))  # type: ignore[arg-type]
     staging = new_staging_dir(folder, "build")
     try:
         # the fingerprint is the one computed above, even if a source file changes during the build
         art = layer.build(
             inputs, config, staging, ctx if layer.content_addressed else replace(ctx, fingerprint=fingerprint)
         )
-        art = _land(staging, folder / art.fingerprint, art, layer.content_addressed)
+        if main:
+            art = _land(staging, folder / art.fingerprint, art, layer.content_addressed)
+        else:
+            shutil.rmtree(staging, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    catalog.record(art.to_record())
+    if main:
+        catalog.record(art.to_record())
+    wait_for_main()
+    if not main:
+        rec = catalog.get(layer.name, ctx.domain, art.fingerprint)
+        if not _stored(rec):
+            raise RuntimeError(f"{ctx.domain}/{layer.name}: the main process recorded no artifact {art.fingerprint}")
+        art = Artifact.from_record(rec, reused=False)  # type: ignore[arg-type]
     return art

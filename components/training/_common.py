@@ -1,4 +1,6 @@
-"""What every trainer here shares: CPU-safe TRL arguments, model loading, quiet logging."""
+"""What every trainer here shares: CPU-safe TRL arguments, model loading, quiet logging, and
+what a trainer launched as several processes needs to know (``accelerate launch`` / ``torchrun``
+set ``WORLD_SIZE`` and ``RANK``; docs/scale.md)."""
 
 from __future__ import annotations
 
@@ -41,6 +43,25 @@ def load(
         saved = getattr(AutoConfig.from_pretrained(model_dir), "dtype", None)
         dtype = torch.bfloat16 if str(saved).removeprefix("torch.") == "bfloat16" else torch.float32
     return AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype), tokenizer
+
+
+def per_process(global_batch: int, what: str = "batch_size") -> int:
+    """This process's share of a batch of ``global_batch`` examples, so a run launched on N
+    processes trains with the same global batch (and learning-rate meaning) as one process."""
+    from components.store.ranks import world_size
+
+    n = world_size()
+    if global_batch % n:
+        raise ValueError(f"{what} {global_batch} does not split over {n} processes; make it a multiple of {n}")
+    return global_batch // n
+
+
+def is_wrapped(model: Any) -> bool:
+    """Whether ``model`` is wrapped for data-parallel training (``DistributedDataParallel``): its
+    forward must then be called through the wrapper, which synchronises the gradients."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    return isinstance(model, DistributedDataParallel)
 
 
 def work_folder(ctx: Any, layer: str) -> Path:
@@ -97,7 +118,7 @@ def progress_callback(label: str, extra: Callable[[], Mapping[str, float]] | Non
             self.t0 = time.perf_counter()
 
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
-            if not logs or "loss" not in logs:
+            if not logs or "loss" not in logs or not state.is_world_process_zero:  # one line per step, not per process
                 return
             shown = [
                 f"{name} {logs[k]:.4g}" for k, name in PROGRESS_KEYS.items() if isinstance(logs.get(k), int | float)
@@ -127,7 +148,8 @@ def train_and_save(
     line per step goes to stderr, :func:`progress_callback`), save the model and tokenizer, and
     return the log history. ``merge``: the model is a ``peft`` model whose adapters are merged
     into the saved weights, so the folder loads like any Hugging Face model. ``resume_from``: a
-    checkpoint folder the trainer saved, continued from (its steps are not trained again)."""
+    checkpoint folder the trainer saved, continued from (its steps are not trained again). Launched
+    as several processes, only the main one writes."""
     from transformers.trainer_callback import PrinterCallback
 
     trainer.remove_callback(PrinterCallback)
@@ -135,9 +157,10 @@ def train_and_save(
     label = next((k for k in ("grpo", "dpo", "sft") if k in name), "train")
     trainer.add_callback(progress_callback(label, extra))
     trainer.train(resume_from_checkpoint=resume_from)
-    if merge:
+    if merge and trainer.is_world_process_zero():
         trainer.model.merge_and_unload().save_pretrained(str(output_dir))
-    else:
-        trainer.save_model(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
+    elif not merge:
+        trainer.save_model(str(output_dir))  # the main process writes, the others wait for it
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(str(output_dir))
     return [dict(h) for h in trainer.state.log_history]

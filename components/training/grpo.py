@@ -34,6 +34,13 @@ CPU and mask afterwards). The loss is the same; the masked-loss tests compare bo
 
 CPU settings as verified on these machines: ``use_cpu``, no bf16, no activation checkpointing,
 no reporting; ``batch_size`` counts completions and must be divisible by ``num_generations``.
+
+**Several processes** (``accelerate launch`` / ``torchrun``; docs/scale.md): ``batch_size`` stays
+the global batch (each process generates and trains its share, TRL gathers the rewards so groups
+are normalised whole), each process plays its episodes with the seeds they have in a
+one-process run (``RolloutRunner.run(first=…)``), so the loss curve is the one-process run's; the
+rollout statistics are gathered from every process; the validation curve is computed by every
+process (the same points: the weights are the same); only the main process writes.
 """
 
 from __future__ import annotations
@@ -74,7 +81,7 @@ def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
     """TRL's ``GRPOConfig`` for ``config`` (vLLM colocated or served when ``use_vllm``)."""
     from trl import GRPOConfig
 
-    from components.training._common import common_args
+    from components.training._common import common_args, per_process
 
     vllm: dict[str, Any] = {}
     if config.use_vllm:
@@ -82,13 +89,16 @@ def grpo_args(config: GRPORunConfig, output_dir: str | Path) -> Any:
         if config.vllm_mode == "server":
             vllm["vllm_server_base_url"] = config.vllm_server_url
     micro = config.micro_batch_size
+    share = per_process(config.batch_size)  # this process's completions per step
+    if share % micro:
+        raise ValueError(f"micro_batch {micro} does not divide this process's {share} completions")
     return GRPOConfig(
         max_steps=config.max_steps,
         learning_rate=config.learning_rate,
         # one generation of batch_size completions per optimizer step, its loss accumulated
         # over micro-batches: activation memory scales with the micro-batch, not the batch
         per_device_train_batch_size=micro,
-        gradient_accumulation_steps=config.batch_size // micro,
+        gradient_accumulation_steps=share // micro,
         num_generations=config.num_generations,
         max_completion_length=config.max_completion_length,
         temperature=config.temperature,
@@ -335,8 +345,15 @@ class MultiTurn:
                 if self.rollout.seed is None
                 else replace(self.rollout, seed=self.rollout.seed + 7919 * step)
             )
-            records = RolloutRunner(backend, self.make_env, config).run(rows, n=1)
-            self.history.append(rollout_summary([r.stats for r in records]))
+            # this process's episodes are the global batch's [rank × len, (rank + 1) × len)
+            first = trainer.accelerator.process_index * len(rows)
+            records = RolloutRunner(backend, self.make_env, config).run(rows, n=1, first=first)
+            stats = [r.stats for r in records]
+            if trainer.accelerator.num_processes > 1:  # the step's rates over the global batch
+                from accelerate.utils import gather_object
+
+                stats = gather_object(stats)
+            self.history.append(rollout_summary(stats))
             return {
                 "prompt_ids": [r.prompt_ids for r in records],
                 "completion_ids": [r.completion_ids for r in records],
@@ -457,6 +474,8 @@ def _run_state_callback(work_dir: Path, history: list[dict[str, float]] | None, 
             return control
 
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if not state.is_world_process_zero:  # every process holds the same state; one writes it
+                return
             if curve is not None:
                 curve.best.save(work_dir / BEST_POINT_FILE)
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -528,6 +547,8 @@ def span_trainer() -> type:
     when the rollouts carry an environment mask; everything else is TRL's."""
     from trl import GRPOTrainer
 
+    from components.training._common import is_wrapped
+
     class SpanGRPOTrainer(GRPOTrainer):
         _scored: Any = None
 
@@ -553,6 +574,7 @@ def span_trainer() -> type:
             extra = any(v is not None for v in kwargs.values())  # images: TRL's own path
             if (
                 self._scored is None
+                or is_wrapped(model)  # data-parallel: the forward must go through the wrapper
                 or compute_aux_loss
                 or extra
                 or self._scored.shape != (len(input_ids), logits_to_keep)

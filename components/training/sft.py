@@ -109,10 +109,23 @@ def span_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None
     environment's instructions and schema, the same in every trajectory) run through the
     backbone once, with gradients, and their keys and values are repeated for every row — the
     same loss and gradients as running each row in full (tested), without recomputing the
-    common prompt per row."""
+    common prompt per row.
+
+    A data-parallel model (:func:`~components.training._common.is_wrapped`) runs its full
+    forward through the wrapper, which synchronises the gradients (the same loss; the head runs
+    over every position)."""
     import torch
 
+    from components.training._common import is_wrapped
+
     ids, attention = inputs["input_ids"], inputs.get("attention_mask")
+    if is_wrapped(model):
+        logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits[:, :-1]
+        labels = inputs["labels"][:, 1:]
+        mask = labels != -100
+        total = torch.nn.functional.cross_entropy(logits[mask].float(), labels[mask], reduction="sum")
+        count = mask.sum() if num_items_in_batch is None else num_items_in_batch
+        return total / torch.as_tensor(count).clamp(min=1)
     # a peft model: its LoRA-injected base
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     backbone = getattr(inner, inner.base_model_prefix)
@@ -180,6 +193,10 @@ def span_sft_trainer(share_prefix: bool = False) -> type:
     class SpanSFTTrainer(SFTTrainer):
         def compute_loss(self, model: Any, inputs: Any, return_outputs: bool = False, num_items_in_batch: Any = None):
             loss = span_loss(model, inputs, num_items_in_batch, share_prefix=share_prefix)
+            if num_items_in_batch is not None and self.args.average_tokens_across_devices:
+                # the token count is the global batch's: data-parallel averaging of the gradients
+                # divides by the process count again (transformers' own compute_loss does this)
+                loss = loss * self.accelerator.num_processes
             return (loss, None) if return_outputs else loss
 
     return SpanSFTTrainer
@@ -195,7 +212,7 @@ def run_sft(
     from datasets import Dataset
     from trl import SFTConfig
 
-    from components.training._common import common_args, load, train_and_save
+    from components.training._common import common_args, load, per_process, train_and_save
 
     if not examples:
         raise ValueError("no training examples")
@@ -205,11 +222,14 @@ def run_sft(
     frozen = config.precision if config.lora is not None else None
     model, tokenizer = load(model_dir, config.threads, frozen_precision=frozen)
     if config.lora is not None:
+        from transformers import set_seed
+
+        set_seed(config.seed)  # the adapters' random initialisation is the run's seed's, in every process
         model = lora_model(model, config.lora)
     args = SFTConfig(
         max_steps=config.max_steps,
         learning_rate=config.learning_rate,
-        per_device_train_batch_size=config.batch_size,
+        per_device_train_batch_size=per_process(config.batch_size),  # the same global batch on N processes
         max_length=config.max_length,
         **common_args(output_dir, config.seed, config.precision),
     )

@@ -117,6 +117,31 @@ def test_episodes_played_in_chunks_match_one_batch_and_reuse_the_cache(api: Grap
         RolloutRunner(ScriptedBackend([]), lambda: GraphCoTEnvironment(api), RolloutConfig(chunk=0)).run(rows[:1])
 
 
+def test_a_sampled_episode_plays_the_same_wherever_it_runs(api: GraphCoT, tiny_model: Path) -> None:
+    """Sampling is seeded per episode (its index in the run plus ``first``), not per position in
+    a batch: the same 6 episodes played as one run, in chunks of 2, without the last question, or
+    as three runs of one question each (each told where it starts: one process's share of a
+    multi-process GRPO batch) sample the same tokens; another seed samples others."""
+    from components.llm.transformers_backend import TransformersBackend
+
+    rows = [{"question": q, "answer": "Ann Lee"} for q in ("Who wrote p2?", "Who wrote p1?", "Name an author.")]
+    llm = TransformersBackend(tiny_model, threads=1, dtype="float32")
+    try:
+
+        def play(part: list[dict], chunk: int = 64, first: int = 0, seed: int = 5) -> list[list[int]]:
+            config = RolloutConfig(max_turns=3, max_new_tokens=8, seed=seed, chunk=chunk)
+            runner = RolloutRunner(llm, lambda: GraphCoTEnvironment(api, max_rounds=3), config)
+            return [r.completion_ids for r in runner.run(part, n=2, first=first)]
+
+        whole = play(rows)
+        assert play(rows, chunk=2) == whole
+        assert play(rows[:2]) == whole[:4]
+        assert play(rows[:1]) + play(rows[1:2], first=2) + play(rows[2:], first=4) == whole
+        assert play(rows, seed=6) != whole
+    finally:
+        llm.close()
+
+
 def test_masked_tokens_are_never_targets(tiny_model: Path) -> None:
     """Changing a token under loss_mask = 0 leaves the loss unchanged; changing a model token
     changes it (the changed environment token is the last one, so it conditions nothing)."""
