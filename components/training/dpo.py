@@ -90,7 +90,7 @@ def run_dpo(
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
-    from components.training._common import common_args, load, train_and_save
+    from components.training._common import common_args, load, per_process, train_and_save
 
     if not pairs:
         raise ValueError("no preference pairs")
@@ -109,7 +109,7 @@ def run_dpo(
         max_steps=config.max_steps,
         learning_rate=config.learning_rate,
         beta=config.beta,
-        per_device_train_batch_size=config.batch_size,
+        per_device_train_batch_size=per_process(config.batch_size),  # the same global batch on N processes
         lr_scheduler_type="linear",
         warmup_steps=max(0, round(config.warmup_ratio * config.max_steps)),
         train_sampling_strategy="sequential" if config.ordered else "random",

@@ -298,9 +298,15 @@ def run_ppo(
     from components.llm.precision import resolve_precision
     from components.llm.transformers_backend import TransformersBackend
     from components.rollout.runner import RolloutConfig, RolloutRunner
+    from components.store.ranks import world_size
     from components.training.grpo import BestPoint, BF16Sampler, validation_point
     from components.training.selection import score
 
+    if world_size() > 1:  # its own loop has no gradient synchronisation: N processes would train N copies
+        raise ValueError(
+            f"PPO (GraphDancer's stage 1) trains in one process; it was launched as {world_size()} "
+            "(docs/scale.md: launch the PPO stage without accelerate, or use GRPO)"
+        )
     t0 = time.perf_counter()
     if config.threads:
         torch.set_num_threads(config.threads)

@@ -115,3 +115,24 @@ def test_two_processes_train_like_one_and_only_the_main_one_writes(
     assert [p.name for p in (data / "mp_train" / "tiny").iterdir()] == [main["fingerprint"]]
     rows = Catalog(data / "catalog.duckdb").history("mp_train", "tiny")
     assert [r.fingerprint for r in rows] == [main["fingerprint"]]
+
+
+def test_a_launch_of_n_processes_splits_the_global_batch_or_says_why_not(
+    monkeypatch: pytest.MonkeyPatch, tiny: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """What a process reads from the launcher's environment: its share of the batch (a batch that
+    does not split is a clear error), whether it writes; PPO's own loop, which has no gradient
+    synchronisation, refuses to run as one of several processes instead of training copies."""
+    from components.store.ranks import from_main, is_main_process, world_size
+    from components.training._common import per_process
+    from components.training.ppo import run_ppo
+
+    assert (world_size(), is_main_process(), per_process(4), from_main("mine")) == (1, True, 4, "mine")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert (world_size(), is_main_process(), per_process(4)) == (2, False, 2)
+    with pytest.raises(ValueError, match="does not split over 2 processes"):
+        per_process(3)
+    with pytest.raises(ValueError, match="trains in one process"):
+        run_ppo(tiny[0], [{"question": "q", "answer": "a"}], lambda c, **k: [0.0] * len(c), dict, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
