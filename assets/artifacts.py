@@ -13,7 +13,8 @@ artifact and hands it downstream.
   materialization of *this run* when the run materialized it, else by Dagster's latest
   materialization of that asset (an input materialized by an earlier run) — never by the
   catalog's newest row. Asset checks load the asset they check the same way, so they evaluate
-  the materialization they are attached to.
+  the materialization they are attached to. In a multi-process launch (docs/scale.md) every
+  process takes the main process's lineage (the others run on an ephemeral instance).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import dagster as dg
 
 from assets.resources import ArtifactStore
 from components.store.artifact import Artifact, BuildContext, Layer, MissingArtifactError, materialize
+from components.store.ranks import from_main
 
 __all__ = [
     "IO_MANAGER",
@@ -90,7 +92,7 @@ class ArtifactIOManager(dg.ConfigurableIOManager):
             run_id: str | None = context.step_context.run_id
         except dg.DagsterInvariantViolationError:  # loaded outside a run (a test's build_input_context)
             run_id = None
-        found = lineage_fingerprint(context.instance, key, run_id)
+        found = from_main(lineage_fingerprint(context.instance, key, run_id))  # the main process's instance
         if found is None:
             raise dg.Failure(f"{key.to_user_string()} has never been materialized: materialize it first")
         layer, domain, fingerprint = found
@@ -125,7 +127,7 @@ def materialize_asset(
     key = context.asset_key
     previous = None
     if incremental:
-        found = lineage_fingerprint(context.instance, key, None)
+        found = from_main(lineage_fingerprint(context.instance, key, None))
         rec = store.catalog().get(*found) if found else None
         previous = Artifact.from_record(rec) if rec is not None else None
     ctx = BuildContext(domain=key.path[0], data_root=store.root, log=context.log.info, previous=previous)

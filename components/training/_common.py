@@ -57,11 +57,12 @@ def per_process(global_batch: int, what: str = "batch_size") -> int:
 
 
 def is_wrapped(model: Any) -> bool:
-    """Whether ``model`` is wrapped for data-parallel training (``DistributedDataParallel``): its
-    forward must then be called through the wrapper, which synchronises the gradients."""
-    from torch.nn.parallel import DistributedDataParallel
+    """Whether ``model`` is wrapped for data-parallel training (``DistributedDataParallel``,
+    DeepSpeed's engine: a wrapper holding the model as ``.module``): its forward must then be
+    called through the wrapper, which synchronises (or gathers) what the processes share."""
+    import torch
 
-    return isinstance(model, DistributedDataParallel)
+    return isinstance(getattr(model, "module", None), torch.nn.Module)
 
 
 def work_folder(ctx: Any, layer: str) -> Path:
@@ -90,6 +91,7 @@ def common_args(output_dir: str | Path, seed: int, precision: str = "auto") -> d
         "bf16": resolve_precision(precision, device) == "bfloat16",
         "activation_checkpointing": False,
         "disable_tqdm": True,
+        "ddp_find_unused_parameters": False,  # several processes: every trained parameter is used
     }
 
 

@@ -1,21 +1,30 @@
 """The scale-out configs (orchestration/scale/, docs/scale.md) are valid for the tools that read
 them: the Kubernetes executor's run config and instance config against dagster-k8s's schemas, the
 accelerate / DeepSpeed config through accelerate, the Neo4j-cluster domain through the domain
-loader, vLLM server mode through TRL's GRPOConfig. (The Neo4j backend contract suite runs
-against NEO4J_URI in tests/components/graph/test_backend_contract.py.)"""
+loader, vLLM server mode through TRL's GRPOConfig; and ``graphdojo materialize`` launched as two
+CPU processes by ``accelerate launch`` trains one checkpoint that only the main process records.
+(The Neo4j backend contract suite runs against NEO4J_URI in
+tests/components/graph/test_backend_contract.py.)"""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import dagster as dg
 import pytest
 import yaml
 
+from components.store import Catalog
 from components.training.checkpoint import TrainConfig
 from components.training.grpo import GRPORunConfig, grpo_args
 from orchestration.definitions import build_definitions, executor_from_env
 from orchestration.domains import load_domains
+from tests.conftest import write_lab_domain
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE = ROOT / "orchestration" / "scale"
@@ -85,3 +94,61 @@ def test_the_neo4j_cluster_domain_and_vllm_server_mode(monkeypatch: pytest.Monke
         TrainConfig(preset="cpu-demo", vllm_mode="server", vllm_server_url="http://x:8000")
     with pytest.raises(ValueError, match="needs vllm_server_url"):
         TrainConfig(preset="gpu", model_dir="/m", vllm_mode="server")
+
+
+def test_materialize_launched_as_two_processes_records_one_run_and_one_checkpoint(tmp_path: Path) -> None:
+    """``accelerate launch`` (2 CPU processes, gloo) of ``graphdojo materialize --asset checkpoints``
+    on the lab domain (cpu-tiny), its upstream materialized by one process first: both processes
+    train, one checkpoint folder lands with one catalog row, the persistent Dagster instance
+    records one run for it (the other process's is ephemeral) and one JSON line is printed."""
+    env = {
+        **os.environ,
+        "GRAPHDOJO_DOMAINS_DIR": str(write_lab_domain(tmp_path / "domains")),
+        "GRAPHDOJO_DOMAINS": "lab",
+        "GRAPHDOJO_DATA": str(tmp_path / "data"),
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "OMP_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    cli = ["-m", "orchestration.cli", "materialize", "--json", "--domain", "lab"]
+    front = [
+        a for n in ("graph_snapshot", "qa_candidates", "certified_dataset", "curriculum_splits") for a in ("--asset", n)
+    ]
+    done = subprocess.run(
+        [sys.executable, *cli, *front], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    launch = [
+        str(Path(sys.executable).parent / "accelerate"),
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",  # fmt: skip
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",  # fmt: skip
+        "--num_cpu_threads_per_process",
+        "1",
+        "--main_process_port",
+        str(port),  # fmt: skip
+    ]
+    done = subprocess.run(
+        [*launch, *cli, "--asset", "checkpoints"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 1 and lines[0]["ok"] and lines[0]["materialized"] == ["lab/checkpoints"]
+    assert done.stderr.count("lab: ok") == 2  # both processes ran the selection
+
+    rows = Catalog(tmp_path / "data" / "catalog.duckdb").history("checkpoints", "lab")
+    assert len(rows) == 1 and Path(rows[0].path).is_dir() and rows[0].metadata["losses"]
+    assert [p.name for p in (tmp_path / "data" / "checkpoints" / "lab").iterdir()] == [rows[0].fingerprint]
+    with dg.DagsterInstance.from_config(env["DAGSTER_HOME"]) as instance:
+        runs = instance.get_runs()
+    assert len(runs) == 2 and lines[0]["run_id"] in {r.run_id for r in runs}
