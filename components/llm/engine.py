@@ -18,6 +18,10 @@ What the :class:`Engine` does that ``model.generate`` does not:
   last character). A finished row's cache is stored at once; the row leaves the batch when a
   quarter of the batch has finished (dropping rows copies every layer's keys and values, which
   costs more than carrying a few finished rows), so later steps compute mostly running rows.
+* **Bounded batches.** A batch holds at most ``batch_tokens`` positions (rows × its longest
+  prompt plus the new tokens): its keys, values and attention workspace grow with that product,
+  and 128 multi-turn episodes with few-shot prompts of ≈ 2,000 tokens took a 0.5B model's
+  evaluation past 23 GB; long histories decode in fewer rows at a time instead.
 * **Precision.** The engine computes in the model's own dtype (bfloat16 where the hardware has
   it: :mod:`components.llm.precision`). A float32 trainer policy samples through a bfloat16
   copy of itself (:func:`components.training.grpo.policy_backend`): autocast over float32
@@ -240,7 +244,14 @@ def _sample(logits: torch.Tensor, uniforms: torch.Tensor, params: SamplingParams
 
 class Engine:
     """Generation over one loaded model (module docstring). ``cache_bytes`` bounds the prefix
-    cache; ``batch_size`` the rows decoded together."""
+    cache; ``batch_size`` the rows decoded together and ``batch_tokens`` the positions a batch
+    holds at its widest (rows × (longest prompt + ``max_new_tokens``)): a batch's keys and values
+    and its attention workspace grow with that product, so long multi-turn histories decode in
+    fewer rows at a time instead of exhausting memory (one row longer than the bound runs alone)."""
+
+    #: the default ``batch_tokens``: 65,536 positions (Qwen2.5-0.5B in float32 keeps ≈ 24 KB of
+    #: keys and values per position: ≈ 1.6 GB for the batch at its widest)
+    batch_tokens = 65_536
 
     #: a finished row stays in the batch (its steps wasted) until this share of the batch has
     #: finished: dropping rows copies every layer's keys/values, which costs more than carrying a
@@ -255,8 +266,11 @@ class Engine:
         *,
         batch_size: int = 128,
         cache_bytes: int = 4 << 30,
+        batch_tokens: int | None = None,
     ) -> None:
         self.model, self.tokenizer, self.eos_ids, self.batch_size = model, tokenizer, eos_ids, batch_size
+        if batch_tokens is not None:
+            self.batch_tokens = batch_tokens
         self.device = next(model.parameters()).device
         self.cache = PrefixCache(cache_bytes)
         self._stops = _STOPS.get(tokenizer) or _STOPS.setdefault(tokenizer, _Stops(tokenizer))
@@ -279,12 +293,27 @@ class Engine:
             self._weights = version
         order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))  # similar lengths batch together
         out: list[Generation | None] = [None] * len(prompts)
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        for rows in self._batches(order, [len(p) for p in prompts], params.max_new_tokens):
             gens = self._batch([list(prompts[i]) for i in rows], [seeds[i] for i in rows], params)
             for i, g in zip(rows, gens, strict=True):
                 out[i] = g
         return out  # type: ignore[return-value]
+
+    def _batches(self, order: list[int], lengths: list[int], new_tokens: int) -> list[list[int]]:
+        """``order`` (longest prompt first) cut into batches of at most ``batch_size`` rows and
+        ``batch_tokens`` positions (rows × (the batch's longest prompt + ``new_tokens``))."""
+        batches: list[list[int]] = []
+        for i in order:
+            rows = batches[-1] if batches else None
+            if (
+                rows is None
+                or len(rows) >= self.batch_size
+                or (len(rows) + 1) * (lengths[rows[0]] + new_tokens) > self.batch_tokens
+            ):
+                batches.append([i])
+            else:
+                rows.append(i)
+        return batches
 
     # -- one batch ------------------------------------------------------------------------------
     def _share_prefix(self, prompts: list[np.ndarray], cached: list[int]) -> None:

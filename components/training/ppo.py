@@ -103,6 +103,7 @@ class PPOConfig:
     threads: int | None = None
     precision: str = "auto"
     critic_warmup: int = 0  # first steps that train the value head alone (the policy does not move)
+    save_every: int = 0  # steps between resumable states in run_ppo's work_dir (0: none)
 
     def __post_init__(self) -> None:
         if not 0 <= self.critic_warmup < max(self.steps, 1):
@@ -111,6 +112,8 @@ class PPOConfig:
             raise ValueError("episodes_per_step must be a multiple of samples_per_question")
         if min(self.steps, self.episodes_per_step, self.ppo_epochs, self.micro_batch, self.minibatch or 1) < 1:
             raise ValueError("steps, episodes_per_step, ppo_epochs, micro_batch and minibatch must be >= 1")
+        if self.save_every < 0:
+            raise ValueError(f"save_every must be >= 0, got {self.save_every}")
 
 
 #: GraphDancer's stage-1 reference hyper-parameters (SPEC §7), for the gpu preset
@@ -269,10 +272,42 @@ class PPOResult:
     wall_s: float = 0.0
     validation: list[dict[str, Any]] = field(default_factory=list)  # the validation curve (with a Validation)
     chosen_step: int | None = None  # the saved weights' step (the best validation point; else the last)
+    resumed_from: int | None = None  # the step an interrupted run was resumed from (None: ran from the start)
 
     @property
     def rewards(self) -> list[float]:
         return [c["reward"] for c in self.curves]
+
+
+#: the resumable state of a PPO run in its work folder (one file, replaced atomically)
+STATE_FILE = "ppo_state.pt"
+
+
+def _save_state(
+    work: Path, step: int, modules: dict[str, Any], optimizer: Any, result: PPOResult, best_step: int | None
+) -> None:
+    """Everything a resumed run needs after ``step`` steps, written to a temporary file and moved
+    over the previous state in one rename (a run killed while writing keeps the previous one)."""
+    tmp = work / (STATE_FILE + ".tmp")
+    torch.save(
+        {
+            "step": step,
+            "policy": modules["policy"].state_dict(),
+            "value_head": modules["value_head"].state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "curves": result.curves,
+            "validation": result.validation,
+            "best_step": best_step,
+        },
+        tmp,
+    )
+    tmp.replace(work / STATE_FILE)
+
+
+def _load_state(work: Path) -> dict[str, Any] | None:
+    """The state :func:`_save_state` left in ``work``; ``None``: nothing to resume."""
+    path = work / STATE_FILE
+    return torch.load(path, weights_only=True) if path.is_file() else None
 
 
 def run_ppo(
@@ -287,19 +322,24 @@ def run_ppo(
     system_prompt: str | None = None,
     row_order: Sequence[int] | None = None,
     validation: Validation | None = None,
+    work_dir: str | Path | None = None,
 ) -> PPOResult:
     """Train ``model_dir`` with PPO on multi-turn rollouts of ``rows`` (``question``, ``answer`` …)
     in ``make_env()`` episodes, rewarded by ``reward`` (a TRL-style reward function, as GRPO's);
     save the policy (Hugging Face folder) and its value head to ``output_dir``. ``row_order``
     fixes which rows each step plays (a curriculum order); default: the rows in turn.
-    ``validation``: the validation curve and the best point kept (module docstring)."""
+    ``validation``: the validation curve and the best point kept (module docstring). With
+    ``config.save_every``, the run's state (policy, value head, optimizer, curves, validation
+    points, kept point) is written to ``work_dir`` every that many steps (the last one only; not
+    at the last step), and a run that finds one there continues from it: each step's questions and
+    sampling seeds follow from its index, so the resumed run plays what the whole run would."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from components.llm.precision import resolve_precision
     from components.llm.transformers_backend import TransformersBackend
     from components.rollout.runner import RolloutConfig, RolloutRunner
     from components.store.ranks import world_size
-    from components.training.grpo import BestPoint, BF16Sampler, validation_point
+    from components.training.grpo import BEST_POINT_FILE, BestPoint, BF16Sampler, validation_point
     from components.training.selection import score
 
     if world_size() > 1:  # its own loop has no gradient synchronisation: N processes would train N copies
@@ -307,6 +347,8 @@ def run_ppo(
             f"PPO (GraphDancer's stage 1) trains in one process; it was launched as {world_size()} "
             "(docs/scale.md: launch the PPO stage without accelerate, or use GRPO)"
         )
+    if config.save_every and work_dir is None:
+        raise ValueError("save_every needs a work_dir (where the resumable state goes)")
     t0 = time.perf_counter()
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -358,8 +400,21 @@ def run_ppo(
         result.validation.append(point)
         best.offer(point, modules)
 
-    validate(0)
-    for step in range(config.steps):
+    work = Path(work_dir) if work_dir is not None else None
+    state = _load_state(work) if work is not None and config.save_every else None
+    if state is None:
+        validate(0)
+        first = 0
+    else:
+        policy.load_state_dict(state["policy"])
+        head.load_state_dict(state["value_head"])
+        optimizer.load_state_dict(state["optimizer"])
+        result.curves, result.validation = list(state["curves"]), list(state["validation"])
+        if best is not None:
+            best.load(work / BEST_POINT_FILE, state["best_step"])  # type: ignore[operator]
+        first = result.steps = result.resumed_from = int(state["step"])
+        print(f"[ppo] resuming at step {first}/{config.steps} from {work}", file=sys.stderr, flush=True)
+    for step in range(first, config.steps):
         t_step = time.perf_counter()
         picked = [rows[order[(step * questions + i) % len(order)]] for i in range(questions)]
         sampler = sampler_now()
@@ -432,6 +487,11 @@ def run_ppo(
         result.steps = step + 1
         if validation is not None and ((step + 1) % max(1, validation.every) == 0 or step + 1 == config.steps):
             validate(step + 1)
+        if work is not None and config.save_every and (step + 1) % config.save_every == 0 and step + 1 < config.steps:
+            work.mkdir(parents=True, exist_ok=True)
+            if best is not None:
+                best.save(work / BEST_POINT_FILE)
+            _save_state(work, step + 1, modules, optimizer, result, None if best is None else best.step)
         c = result.curves[-1]
         print(
             f"[ppo] step {step + 1}/{config.steps}: reward {c['reward']:.4g}, policy loss {c['policy_loss']:.4g}, "

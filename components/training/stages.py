@@ -449,13 +449,15 @@ def graphdancer_rl(
     domain: str,
     validation: Sequence[Mapping[str, Any]] = (),
     curriculum: bool = True,
+    work_dir: str | Path | None = None,
 ) -> CheckpointResult:
     """GraphDancer stage 1 from ``start_dir`` on curriculum rows of the training split (``level``,
     ``question``, ``answer``…), the questions chosen by :func:`_plan`, prompts in curriculum order
     (``curriculum=False``: uniform — the NoCurriculum ablation); ``validation`` (curriculum rows
     of the validation split) makes the validation curve. The environment is
     ``config.dancer_environment``; in ``graph_cot`` only items with a teacher trajectory within the
-    turn budget are used (:func:`graph_cot_items`)."""
+    turn budget are used (:func:`graph_cot_items`). ``work_dir``: resumable state goes there
+    every ``rl_val_every`` steps, and an interrupted run continues from it (PPO and GRPO)."""
     from components.rollout.runner import SOLVER_STOPS
     from components.rubric.rewards import graphdancer_reward
     from components.tools.episodes import solver_envs
@@ -487,7 +489,9 @@ def graphdancer_rl(
         levels = {lv: sum(1 for it in ordered if it.get("level") == lv) for lv in LEVELS}
         data = [{k: v for k, v in it.items() if k not in ("level", "ood")} for it in ordered]
         if config.dancer_stage1 == "ppo":
-            train = _ppo_stage1(start_dir, data, make_env, output_dir, r, config, steps, rollout, mt.validation)
+            train = _ppo_stage1(
+                start_dir, data, make_env, output_dir, r, config, steps, rollout, mt.validation, work_dir
+            )
             warmup = int(r["dancer_critic_warmup"])
             algorithm = (
                 "PPO with a critic (value head saved as value_head.safetensors; GAE over model tokens, clipped "
@@ -497,9 +501,10 @@ def graphdancer_rl(
             )
         else:
             grpo = replace(
-                _grpo_config(r, config, steps=steps, shuffle=False), max_completion_length=turns * tokens + 1024
+                _grpo_config(r, config, steps=steps, shuffle=False, resumable=work_dir is not None),
+                max_completion_length=turns * tokens + 1024,
             )
-            train = run_grpo(start_dir, data, [graphdancer_reward], output_dir, grpo, multi_turn=mt)
+            train = run_grpo(start_dir, data, [graphdancer_reward], output_dir, grpo, multi_turn=mt, work_dir=work_dir)
             algorithm = "GRPO (no critic, no value clip); `train.dancer_stage1: ppo` runs the source's PPO."
     where = "the Graph-CoT function API" if env == "graph_cot" else "the Python + Cypher sandbox"
     order = "uniform question sampling (NoCurriculum)" if not curriculum else "the easy-to-hard curriculum"
@@ -509,7 +514,12 @@ def graphdancer_rl(
         train,
         output_dir,
         config,
-        {"curriculum_levels_drawn": levels, "environment": env, "curriculum": curriculum},
+        {
+            "curriculum_levels_drawn": levels,
+            "environment": env,
+            "curriculum": curriculum,
+            **({"resumed_from_step": train.resumed_from} if train.resumed_from is not None else {}),
+        },
         t0,
         data_fingerprint=data_fingerprint,
         domain=domain,
@@ -529,6 +539,7 @@ def _ppo_stage1(
     steps: int,
     rollout: Any,
     validation: Any = None,
+    work_dir: str | Path | None = None,
 ) -> Any:
     """GraphDancer stage 1 as PPO (:func:`~components.training.ppo.run_ppo`) on the rows in their
     curriculum order (step t plays rows ``t·q … t·q + q − 1``, ``q = rl_batch / rl_generations``),
@@ -536,8 +547,9 @@ def _ppo_stage1(
     0.001, top-p 0.8, top-k 20; critic learning rate 10× the actor's; the first
     ``dancer_critic_warmup`` steps train the critic alone. ``validation`` (a
     :class:`~components.training.grpo.Validation`): the validation curve, and the best point is the
-    one saved. Returns what :func:`_finish` reads (``losses``, a TRL-shaped ``log``, per-step
-    ``rollouts``, ``validation``, ``chosen_step``)."""
+    one saved; ``work_dir``: resumable state every ``rl_val_every`` steps. Returns what
+    :func:`_finish` reads (``losses``, a TRL-shaped ``log``, per-step ``rollouts``,
+    ``validation``, ``chosen_step``)."""
     from types import SimpleNamespace
 
     from components.rubric.rewards import graphdancer_reward
@@ -561,10 +573,19 @@ def _ppo_stage1(
         threads=config.threads,
         precision=config.precision,
         critic_warmup=int(r["dancer_critic_warmup"]),
+        save_every=int(r["rl_val_every"]) if work_dir is not None else 0,
     )
     rows = [{"question": d["prompt"], "answer": d["answer"], "answer_type": d.get("answer_type")} for d in data]
     result = run_ppo(
-        start_dir, rows, graphdancer_reward, make_env, output_dir, ppo, stops=rollout.stops, validation=validation
+        start_dir,
+        rows,
+        graphdancer_reward,
+        make_env,
+        output_dir,
+        ppo,
+        stops=rollout.stops,
+        validation=validation,
+        work_dir=work_dir,
     )
     log = [
         {"step": c["step"], "loss": c["policy_loss"], "reward": c["reward"], "kl": c["kl"], "step_time": c["step_s"]}
@@ -577,6 +598,7 @@ def _ppo_stage1(
         rollouts=rollouts,
         validation=result.validation,
         chosen_step=result.chosen_step,
+        resumed_from=result.resumed_from,
     )
 
 
@@ -808,6 +830,7 @@ def build_graphdancer_rl(
         extra["warm_start"] = {"examples": warm.examples, "dropped": len(warm.dropped), "losses": warm.losses}
     else:
         start = stage_start(config, "graphdancer_rl", inputs["checkpoint"].path, ctx.data_root)
+    work = work_folder(ctx, GRAPHDANCER_RL.name)
     result = graphdancer_rl(
         str(start),
         items,
@@ -817,7 +840,9 @@ def build_graphdancer_rl(
         data_fingerprint=curriculum.fingerprint,
         domain=ctx.domain,
         validation=held_out,
+        work_dir=work,
     )
+    shutil.rmtree(work, ignore_errors=True)  # landed: nothing left to resume
     return _trained(GRAPHDANCER_RL, inputs, config, out_dir, ctx, result, environment=stage.dancer_environment, **extra)
 
 

@@ -167,6 +167,27 @@ def test_finished_rows_leave_the_batch(tiny: TransformersBackend) -> None:
         assert alone.token_ids == gen.token_ids
 
 
+def test_a_batch_holds_at_most_batch_tokens_positions(tiny: TransformersBackend) -> None:
+    """Long histories decode in fewer rows at a time: with room for two rows of the longest
+    prompt, six prompts run as three batches of ≤ 2 rows (a prompt longer than the bound runs
+    alone), sampling the same tokens as one unbounded batch."""
+    prompts = [_prompt(tiny, q * (1 + i % 3)) for i, q in enumerate(QUESTIONS[:6])]
+    params = SamplingParams(max_new_tokens=6, temperature=1.0)
+    widest = max(len(p) for p in prompts) + params.max_new_tokens
+    free = Engine(tiny.model, tiny.tokenizer, tiny.eos_ids).generate(prompts, list(range(6)), params)
+    log = CallLog(tiny.model)
+    try:
+        bounded = Engine(tiny.model, tiny.tokenizer, tiny.eos_ids, batch_tokens=2 * widest).generate(
+            prompts, list(range(6)), params
+        )
+    finally:
+        log.close()
+    assert max(shape[0] for shape in log.shapes) <= 2 and len([s for s in log.shapes if s[1] > 1]) >= 3
+    assert [g.token_ids for g in bounded] == [g.token_ids for g in free]
+    engine = Engine(tiny.model, tiny.tokenizer, tiny.eos_ids, batch_tokens=10)
+    assert engine._batches([0, 1], [50, 40], 6) == [[0], [1]]  # each alone when one exceeds the bound
+
+
 def test_the_cache_keeps_to_its_budget_and_forgets_changed_weights(tiny: TransformersBackend) -> None:
     prompts = [_prompt(tiny, q) for q in QUESTIONS]
     engine = Engine(tiny.model, tiny.tokenizer, tiny.eos_ids, cache_bytes=300_000)

@@ -207,3 +207,80 @@ def test_critic_warmup_and_the_best_validation_point(tiny_model: Path, tmp_path:
     assert float(load_value_head(tmp_path / "kept", 64).linear.weight.abs().sum()) > 0
     with pytest.raises(ValueError, match="critic_warmup"):
         PPOConfig(critic_warmup=-1)
+
+
+def _resumable_ppo(model: str, work: str, out: str, stall_after: str | None = None):
+    """Four PPO steps (float32) over the library graph with a validation point every step and a
+    resumable state every 2 steps in ``work``. ``stall_after``: once that file exists, the reward
+    never returns (the run hangs there until it is killed) — run in a child process."""
+    import tempfile
+    import time
+
+    from components.training.grpo import Validation
+
+    def reward(completions, **_):
+        while stall_after is not None and Path(stall_after).exists():
+            time.sleep(1)
+        return [len(c) / 100 for c in completions]  # differs between episodes: the weights move
+
+    backend, make_env = _library_env(Path(tempfile.mkdtemp()))
+    rows = [{"question": f"Say something about paper {i}.", "answer": "x"} for i in range(4)]
+    config = PPOConfig(
+        steps=4, episodes_per_step=4, samples_per_question=2, actor_lr=3e-2, critic_lr=1e-2, kl_coef=0.01,
+        max_turns=2, max_new_tokens=12, threads=1, precision="float32", save_every=2,
+    )  # fmt: skip
+    try:
+        return run_ppo(
+            model, rows, reward, make_env, out, config, stops=("```\n", "</answer>"),
+            validation=Validation([{"prompt": "How many papers are there?", "answer": "3"}], every=1, metric="reward"),
+            work_dir=work,
+        )  # fmt: skip
+    finally:
+        backend.close()
+
+
+def test_an_interrupted_ppo_run_resumes_where_it_stopped(tiny_model: Path, tmp_path: Path) -> None:
+    """A PPO run killed (SIGKILL) during step 3 continues from its step-2 state and ends as the
+    uninterrupted run does: the same curves (rewards of the same episodes, losses, KL), the same
+    validation points and kept step, the same saved policy and value head."""
+    import multiprocessing
+    import time
+
+    from transformers import AutoModelForCausalLM
+
+    from components.training.ppo import STATE_FILE
+
+    whole = _resumable_ppo(str(tiny_model), str(tmp_path / "w1"), str(tmp_path / "o1"))
+    assert whole.resumed_from is None and whole.steps == 4 and (tmp_path / "w1" / STATE_FILE).is_file()
+    state = tmp_path / "w2" / STATE_FILE
+    child = multiprocessing.get_context("spawn").Process(
+        target=_resumable_ppo, args=(str(tiny_model), str(tmp_path / "w2"), str(tmp_path / "o2"), str(state))
+    )
+    child.start()
+    deadline = time.monotonic() + 600
+    while not state.exists() and child.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    child.kill()
+    child.join()
+    assert state.exists() and not (tmp_path / "o2" / "config.json").exists()  # stopped after step 2, nothing saved
+
+    resumed = _resumable_ppo(str(tiny_model), str(tmp_path / "w2"), str(tmp_path / "o2"))
+    assert resumed.resumed_from == 2 and resumed.steps == 4 and len(resumed.curves) == 4
+
+    def curve(result, key):
+        return [c[key] for c in result.curves]
+
+    for key in ("reward", "policy_loss", "value_loss", "kl", "episodes"):
+        assert curve(resumed, key) == pytest.approx(curve(whole, key), abs=1e-6), key
+    assert [p["reward"] for p in resumed.validation] == [p["reward"] for p in whole.validation]
+    assert resumed.chosen_step == whole.chosen_step
+    saved = AutoModelForCausalLM.from_pretrained(tmp_path / "o2").state_dict()
+    reference = AutoModelForCausalLM.from_pretrained(tmp_path / "o1").state_dict()
+    start = AutoModelForCausalLM.from_pretrained(tiny_model).state_dict()
+    assert all(torch.allclose(saved[k], reference[k], atol=1e-6) for k in reference)
+    assert not all(torch.equal(saved[k], start[k]) for k in start) or whole.chosen_step == 0
+    assert torch.allclose(
+        load_value_head(tmp_path / "o2", 64).linear.weight,
+        load_value_head(tmp_path / "o1", 64).linear.weight,
+        atol=1e-6,
+    )
