@@ -163,3 +163,35 @@ def neo4j_backend(neo4j_uri: str):
 def backend(request: pytest.FixtureRequest):
     """Every backend the contract suite runs against."""
     return request.getfixturevalue(f"{request.param}_backend")
+
+
+def accelerate_launch(processes: int) -> list[str]:
+    """The command prefix that starts a script (or ``-m module``) as ``processes`` CPU
+    processes over gloo (``accelerate launch``; the caller hides GPUs), on a free port."""
+    import socket
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return [
+        str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu", "--num_processes", str(processes),
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+        "--num_cpu_threads_per_process", "1", "--main_process_port", str(port),
+    ]  # fmt: skip
+
+
+def kill_once_written(target, args: tuple, marker: Path, timeout: float = 600) -> None:  # noqa: ANN001
+    """Run ``target(*args)`` in a spawned child and SIGKILL it as soon as ``marker`` exists (a
+    resumable state it wrote); the marker must exist afterwards."""
+    import multiprocessing
+    import time
+
+    child = multiprocessing.get_context("spawn").Process(target=target, args=args)
+    child.start()
+    deadline = time.monotonic() + timeout
+    while not marker.exists() and child.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    child.kill()
+    child.join()
+    assert marker.exists(), f"the run never wrote {marker}"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ from components.training.checkpoint import TrainConfig
 from components.training.grpo import GRPORunConfig, grpo_args
 from orchestration.definitions import build_definitions, executor_from_env
 from orchestration.domains import load_domains
-from tests.conftest import write_lab_domain
+from tests.conftest import accelerate_launch, write_lab_domain
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE = ROOT / "orchestration" / "scale"
@@ -118,26 +117,7 @@ def test_materialize_launched_as_two_processes_records_one_run_and_one_checkpoin
         [sys.executable, *cli, *front], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    launch = [
-        str(Path(sys.executable).parent / "accelerate"),
-        "launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",  # fmt: skip
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",  # fmt: skip
-        "--num_cpu_threads_per_process",
-        "1",
-        "--main_process_port",
-        str(port),  # fmt: skip
-    ]
+    launch = accelerate_launch(2)
     done = subprocess.run(
         [*launch, *cli, "--asset", "checkpoints"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
     )

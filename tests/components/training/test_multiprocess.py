@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +21,9 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
 
 from components.store import Catalog
+from tests.conftest import accelerate_launch
 
 SCRIPT = Path(__file__).with_name("multiprocess_run.py")
-ACCELERATE = Path(sys.executable).parent / "accelerate"
 
 
 @pytest.fixture(scope="module")
@@ -39,38 +38,12 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return tiny_random_model(root / "model", seed=0), root / "db"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run(mode: str, processes: int, tiny: tuple[Path, Path], folder: Path) -> list[dict]:
     """Every process's report of one run (rank order)."""
     model, db = tiny
     args = [mode, str(model), str(db), str(folder / "data"), str(folder / "report")]
-    if processes == 1:
-        command = [sys.executable, str(SCRIPT), *args]
-    else:
-        command = [
-            str(ACCELERATE),
-            "launch",
-            "--multi_gpu",
-            "--num_processes",
-            str(processes),  # fmt: skip
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",
-            "--dynamo_backend",
-            "no",  # fmt: skip
-            "--num_cpu_threads_per_process",
-            "1",
-            "--main_process_port",
-            str(_free_port()),  # fmt: skip
-            str(SCRIPT),
-            *args,  # fmt: skip
-        ]
+    prefix = [sys.executable] if processes == 1 else accelerate_launch(processes)
+    command = [*prefix, str(SCRIPT), *args]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

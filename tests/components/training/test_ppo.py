@@ -22,6 +22,7 @@ from components.training.ppo import (
     value_loss,
     whiten,
 )
+from tests.conftest import kill_once_written
 
 
 @pytest.fixture(scope="module")
@@ -243,8 +244,6 @@ def test_an_interrupted_ppo_run_resumes_where_it_stopped(tiny_model: Path, tmp_p
     """A PPO run killed (SIGKILL) during step 3 continues from its step-2 state and ends as the
     uninterrupted run does: the same curves (rewards of the same episodes, losses, KL), the same
     validation points and kept step, the same saved policy and value head."""
-    import multiprocessing
-    import time
 
     from transformers import AutoModelForCausalLM
 
@@ -253,16 +252,8 @@ def test_an_interrupted_ppo_run_resumes_where_it_stopped(tiny_model: Path, tmp_p
     whole = _resumable_ppo(str(tiny_model), str(tmp_path / "w1"), str(tmp_path / "o1"))
     assert whole.resumed_from is None and whole.steps == 4 and (tmp_path / "w1" / STATE_FILE).is_file()
     state = tmp_path / "w2" / STATE_FILE
-    child = multiprocessing.get_context("spawn").Process(
-        target=_resumable_ppo, args=(str(tiny_model), str(tmp_path / "w2"), str(tmp_path / "o2"), str(state))
-    )
-    child.start()
-    deadline = time.monotonic() + 600
-    while not state.exists() and child.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    child.kill()
-    child.join()
-    assert state.exists() and not (tmp_path / "o2" / "config.json").exists()  # stopped after step 2, nothing saved
+    kill_once_written(_resumable_ppo, (str(tiny_model), str(tmp_path / "w2"), str(tmp_path / "o2"), str(state)), state)
+    assert not (tmp_path / "o2" / "config.json").exists()  # stopped after step 2, nothing saved
 
     resumed = _resumable_ppo(str(tiny_model), str(tmp_path / "w2"), str(tmp_path / "o2"))
     assert resumed.resumed_from == 2 and resumed.steps == 4 and len(resumed.curves) == 4

@@ -14,6 +14,7 @@ from components.rollout import RolloutConfig, masked_nll
 from components.rollout.runner import CODE_STOPS
 from components.training import build_pair, pairs, rank_key, run_sft, sft, sft_example
 from components.training.sft import SFTRunConfig
+from tests.conftest import kill_once_written
 
 
 @pytest.mark.parametrize("module", [pairs, sft])
@@ -493,8 +494,6 @@ def test_an_interrupted_grpo_run_resumes_where_it_stopped(tiny_model: Path, tmp_
     """A run killed (SIGKILL) during step 3 continues from its step-2 checkpoint and ends as the
     uninterrupted run does: the same rollouts in the same order (history), the same losses, the
     same validation curve and kept point, the same saved weights."""
-    import multiprocessing
-    import time
 
     from components.graph.load import load_graph
     from components.training.grpo import RUN_STATE_FILE
@@ -506,16 +505,9 @@ def test_an_interrupted_grpo_run_resumes_where_it_stopped(tiny_model: Path, tmp_
     assert whole.resumed_from is None and whole.steps == 4
 
     state = tmp_path / "w2" / "checkpoint-2" / RUN_STATE_FILE
-    child = multiprocessing.get_context("spawn").Process(
-        target=_resumable_grpo, args=(str(tiny_model), str(db), str(tmp_path / "w2"), str(tmp_path / "o2"), str(state))
-    )
-    child.start()
-    deadline = time.monotonic() + 600
-    while not state.exists() and child.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    child.kill()
-    child.join()
-    assert state.exists() and not (tmp_path / "o2" / "config.json").exists()  # stopped after step 2, nothing saved
+    args = (str(tiny_model), str(db), str(tmp_path / "w2"), str(tmp_path / "o2"), str(state))
+    kill_once_written(_resumable_grpo, args, state)
+    assert not (tmp_path / "o2" / "config.json").exists()  # stopped after step 2, nothing saved
 
     resumed = _resumable_grpo(str(tiny_model), str(db), str(tmp_path / "w2"), str(tmp_path / "o2"))
     assert resumed.resumed_from == 2 and resumed.steps == 4
