@@ -29,6 +29,20 @@ class LLMError(Exception):
     unreachable endpoint, ...). The message names the path or URL."""
 
 
+def mixed_seed(*parts: int) -> int:
+    """One generator seed from several integers (a conversation's seed and its sample; a run's
+    seed, an episode and a turn), mixed through numpy's ``SeedSequence`` so nearby tuples do not
+    share streams (the first part taken modulo 2⁶⁴: it may be negative or large).
+
+    >>> mixed_seed(0, 2, 1) == mixed_seed(0, 2, 1) != mixed_seed(0, 1, 2)
+    True
+    """
+    import numpy as np
+
+    state = np.random.SeedSequence([parts[0] & 0xFFFFFFFFFFFFFFFF, *parts[1:]]).generate_state(2, np.uint32)
+    return int(state[0]) << 31 ^ int(state[1])
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """``temperature == 0`` means greedy. ``seed`` makes sampling reproducible: request ``i`` of a

@@ -93,8 +93,9 @@ class OpenAIBackend:
             body["top_k"] = params.top_k
         if params.stop:
             body["stop"] = list(params.stop)
-        if params.request_seed(i) is not None:
-            body["seed"] = params.request_seed(i)
+        seed = params.request_seed(i)
+        if seed is not None:
+            body["seed"] = seed
         if continues(conv):  # an assistant prefix: the chat-completions extension vLLM's server reads
             body.update(continue_final_message=True, add_generation_prompt=False)
         return body

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -36,6 +35,7 @@ from components.llm.base import (
     LLMError,
     SamplingParams,
     continues,
+    mixed_seed,
     register_backend,
 )
 from components.llm.engine import Engine
@@ -49,9 +49,8 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 def sequence_seed(base: int, sample: int) -> int:
     """The generator seed for completion ``sample`` of a conversation whose seed is ``base``
-    (mixed through numpy's ``SeedSequence`` so nearby pairs do not collide)."""
-    state = np.random.SeedSequence([base & 0xFFFFFFFFFFFFFFFF, sample]).generate_state(2, np.uint32)
-    return int(state[0]) << 31 ^ int(state[1])
+    (:func:`~components.llm.base.mixed_seed`: nearby pairs do not collide)."""
+    return mixed_seed(base, sample)
 
 
 @register_backend("transformers")

@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from components.curriculum.sampler import level_of, round_kinds
-from components.llm.base import Generation, SamplingParams
+from components.llm.base import Generation, SamplingParams, mixed_seed
 from components.rubric.metrics import answers_equal, normalize_answer, split_set
 from components.tools.env import ToolEnvironment
 
@@ -95,17 +95,10 @@ class RolloutConfig:
 
 
 def episode_seed(seed: int, episode: int, turn: int) -> int:
-    """The sampling seed of turn ``turn`` of episode ``episode`` of a run seeded ``seed``: the
-    triple mixed through numpy's ``SeedSequence``, so runs seeded ``seed`` and ``seed + 1`` (GRPO
-    seeds each generation step apart) share no stream.
-
-    >>> episode_seed(0, 2, 1) == episode_seed(0, 2, 1) != episode_seed(0, 1, 2)
-    True
-    """
-    import numpy as np
-
-    state = np.random.SeedSequence([seed & 0xFFFFFFFFFFFFFFFF, episode, turn]).generate_state(2, np.uint32)
-    return int(state[0]) << 31 ^ int(state[1])
+    """The sampling seed of turn ``turn`` of episode ``episode`` of a run seeded ``seed``
+    (:func:`~components.llm.base.mixed_seed` of the triple, so runs seeded ``seed`` and ``seed + 1``
+    — GRPO seeds each generation step apart — share no stream)."""
+    return mixed_seed(seed, episode, turn)
 
 
 @dataclass(frozen=True)

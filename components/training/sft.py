@@ -119,30 +119,27 @@ def span_loss(model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None
     from components.training._common import is_wrapped
 
     ids, attention = inputs["input_ids"], inputs.get("attention_mask")
+    labels = inputs["labels"][:, 1:]
     if is_wrapped(model):
-        logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits[:, :-1]
-        labels = inputs["labels"][:, 1:]
         mask = labels != -100
-        total = torch.nn.functional.cross_entropy(logits[mask].float(), labels[mask], reduction="sum")
-        count = mask.sum() if num_items_in_batch is None else num_items_in_batch
-        return total / torch.as_tensor(count).clamp(min=1)
-    # a peft model: its LoRA-injected base
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    backbone = getattr(inner, inner.base_model_prefix)
-    start = shared_prefix(ids, inputs["labels"], attention) if share_prefix else 0
-    if start >= 2:
-        cache = backbone(input_ids=ids[:1, :start], use_cache=True).cache
-        cache.batch_repeat_interleave(int(ids.shape[0]))
-        hidden = backbone(
-            input_ids=ids[:, start:], attention_mask=attention, cache=cache, use_cache=True
-        ).last_hidden_state[:, :-1]
-        labels = inputs["labels"][:, start + 1 :]
+        logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits[:, :-1][mask]
     else:
-        hidden = backbone(input_ids=ids, attention_mask=attention, use_cache=False).last_hidden_state[:, :-1]
-        labels = inputs["labels"][:, 1:]
-    mask = labels != -100
-    logits = inner.get_output_embeddings()(hidden[mask]).float()
-    total = torch.nn.functional.cross_entropy(logits, labels[mask], reduction="sum")
+        # a peft model: its LoRA-injected base
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+        backbone = getattr(inner, inner.base_model_prefix)
+        start = shared_prefix(ids, inputs["labels"], attention) if share_prefix else 0
+        if start >= 2:
+            cache = backbone(input_ids=ids[:1, :start], use_cache=True).cache
+            cache.batch_repeat_interleave(int(ids.shape[0]))
+            hidden = backbone(
+                input_ids=ids[:, start:], attention_mask=attention, cache=cache, use_cache=True
+            ).last_hidden_state[:, :-1]
+            labels = inputs["labels"][:, start + 1 :]
+        else:
+            hidden = backbone(input_ids=ids, attention_mask=attention, use_cache=False).last_hidden_state[:, :-1]
+        mask = labels != -100
+        logits = inner.get_output_embeddings()(hidden[mask])
+    total = torch.nn.functional.cross_entropy(logits.float(), labels[mask], reduction="sum")
     count = mask.sum() if num_items_in_batch is None else num_items_in_batch
     return total / torch.as_tensor(count).clamp(min=1)
 

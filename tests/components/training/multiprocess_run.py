@@ -47,12 +47,7 @@ def train(mode: str, model: str, db: str, out: Path) -> dict[str, list[float]]:
         config = SFTRunConfig(max_steps=4, batch_size=4, learning_rate=1e-2, precision="float32", threads=1, lora=lora)
         return {"losses": run_sft(model, examples(), out, config).losses}
 
-    from components.cypher.query_path import ReadOnlyQueryPath
-    from components.graph.ladybug import LadybugBackend
-    from components.rollout import RolloutConfig
-    from components.rollout.runner import CODE_STOPS
-    from components.tools.episodes import PythonCypherEnvironment
-    from components.training.grpo import GRPORunConfig, MultiTurn, run_grpo
+    from tests.components.training.test_training import _tiny_grpo
 
     def reward(completions: list[str], **kwargs: Any) -> list[float]:  # differs between episodes
         return [len(c) / 100 for c in completions]
@@ -62,24 +57,7 @@ def train(mode: str, model: str, db: str, out: Path) -> dict[str, list[float]]:
         for q, a in (("Who wrote p2?", "Ann Lee"), ("How many papers are there?", "3"), ("Name an author.", "x"))
         for _ in range(3)
     ]
-    config = GRPORunConfig(
-        max_steps=3,
-        batch_size=4,
-        num_generations=2,
-        micro_batch=2,
-        max_completion_length=512,
-        threads=1,
-        learning_rate=1e-3,
-        precision="float32",
-    )
-    with LadybugBackend(db) as graph:
-        schema = graph.schema()
-        qp = ReadOnlyQueryPath(graph, schema=schema)
-        multi = MultiTurn(
-            lambda: PythonCypherEnvironment(qp, schema, max_rounds=1),
-            RolloutConfig(max_turns=2, max_new_tokens=12, stops=CODE_STOPS, seed=3),
-        )
-        result = run_grpo(model, rows, [reward], out, config, multi_turn=multi)
+    result = _tiny_grpo(model, db, rows, reward, out, None, steps=3)  # the GRPO tests' run, micro-batches of 2
     return {
         "losses": result.losses,
         "rewards": result.rewards,
