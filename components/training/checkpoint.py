@@ -72,7 +72,7 @@ MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dp
 # distribution; evaluation samples with 0.8), the KL coefficient rl_beta (GraphCert's 1e-4);
 # rl_probe questions are first played rl_probe_samples times by the starting checkpoint and GRPO
 # trains on those it solves sometimes — 0: no probe; rl_val_questions of the validation split are
-# played every rl_val_every steps for the validation curve, whose best point is the checkpoint
+# played rl_val_samples times every rl_val_every steps for the validation curve, whose best point is the checkpoint
 # kept — 0: none; dancer_steps for GraphDancer stage 1, of which, with train.dancer_stage1: ppo, the
 # first dancer_critic_warmup train the value head alone), DPO (dpo_*) and GRAIN
 # (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO, tokens per turn — a graph IR is
@@ -106,6 +106,7 @@ PRESETS: Final = {
         "rl_probe_samples": 2,
         "rl_val_questions": 2,
         "rl_val_every": 1,
+        "rl_val_samples": 1,
         "pair_samples": 4,
         "dpo_steps": 2,
         "dpo_learning_rate": 1e-5,
@@ -147,6 +148,7 @@ PRESETS: Final = {
         "rl_probe_samples": 4,
         "rl_val_questions": 0,  # no validation curve in the 10-minute demo (2 steps); cpu-learn has one
         "rl_val_every": 2,
+        "rl_val_samples": 1,
         "pair_samples": 8,
         "dpo_steps": 2,
         "dpo_learning_rate": 2e-7,
@@ -189,6 +191,7 @@ PRESETS: Final = {
         "rl_probe_samples": 4,
         "rl_val_questions": 32,
         "rl_val_every": 6,
+        "rl_val_samples": 1,
         "dpo_steps": 12,
         "dpo_learning_rate": 1e-6,
         "dpo_batch": 4,  # pairs per DPO step
@@ -229,6 +232,7 @@ PRESETS: Final = {
         "rl_probe_samples": 4,
         "rl_val_questions": 200,
         "rl_val_every": 50,
+        "rl_val_samples": 1,
         "pair_samples": 8,
         "dpo_steps": 100,
         "dpo_learning_rate": 2e-7,
@@ -589,6 +593,7 @@ VALIDATION_KEYS: Final = (
     "step",
     "em",
     "em_se",
+    "em_nonbool",
     "reward",
     "reward_se",
     "answer_f1",

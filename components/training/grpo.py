@@ -53,7 +53,7 @@ from typing import Any
 
 from components.rollout.runner import RolloutConfig, RolloutRunner
 from components.tools.env import ToolEnvironment
-from components.training.selection import play, rollout_columns, score, summarize
+from components.training.selection import answers_correct, play, rollout_columns, score, summarize
 
 __all__ = [
     "ADVANTAGE_SCALES",
@@ -374,11 +374,18 @@ def validation_point(
     step: int,
 ) -> dict[str, Any]:
     """One point of the validation curve: ``spec.rows`` played ``spec.samples`` times by
-    ``backend`` — reward and EM (with standard errors), the reward's answer and evidence terms,
-    tool-call and valid-format rates (:func:`~components.training.selection.summarize`)."""
+    ``backend`` — reward, EM and EM on non-boolean rows (with standard errors), the reward's answer
+    and evidence terms, tool-call and valid-format rates
+    (:func:`~components.training.selection.summarize`); ``correct``: each episode's EM (0/1) and
+    ``answer_types`` its row's answer type, in row × sample order."""
     records = play(backend, spec.rows, make_env, rollout, spec.samples)
     rows = [row for row in spec.rows for _ in range(spec.samples)]
-    return {"step": step, **summarize(records, score(reward, records, rows), rows)}
+    # every episode's correctness, in row × sample order (the same at every point): what pairs two
+    # points question by question (:func:`~components.training.selection.paired_points`)
+    correct = [int(c) for c in answers_correct(records, rows)]
+    types = [str(row.get("answer_type") or "") for row in rows]
+    point = summarize(records, score(reward, records, rows), rows)
+    return {"step": step, **point, "samples": spec.samples, "correct": correct, "answer_types": types}
 
 
 def _named(modules: Mapping[str, Any]) -> dict[str, Any]:

@@ -134,7 +134,8 @@ def summarize(
 ) -> dict[str, float]:
     """Mean reward (with its standard error), tool-call and valid-format rates of played episodes;
     with ``rows`` (each record's dataset row) also the answers' EM (with its standard error) and
-    the reward's answer and evidence terms (:func:`reward_terms`)."""
+    the reward's answer and evidence terms (:func:`reward_terms`) and EM on the non-boolean rows
+    (``em_nonbool``; 0.0 when there are none)."""
     mean, se = _mean_se(rewards)
     out = {
         "reward": mean,
@@ -144,7 +145,11 @@ def summarize(
         "episodes": len(records),
     }
     if rows is not None:
-        out["em"], out["em_se"] = _mean_se(answers_correct(records, rows))
+        correct = answers_correct(records, rows)
+        out["em"], out["em_se"] = _mean_se(correct)
+        # the questions an answer prior cannot pass by saying "yes" (docs/evaluation.md)
+        nonbool = [c for c, row in zip(correct, rows, strict=True) if row.get("answer_type") != "boolean"]
+        out["em_nonbool"], out["em_nonbool_se"] = _mean_se(nonbool)
         out |= reward_terms(records, rows)
     return out
 
@@ -195,3 +200,25 @@ def sometimes_solved(
         "probe_reward": fmean(flat) if flat else 0.0,
     }
     return [rows[i] for i in chosen], report
+
+
+def paired_points(a: Mapping[str, Any], b: Mapping[str, Any], metric: str = "em") -> dict[str, Any]:
+    """``a − b`` of two validation points of one curve (``metric``: ``em`` or ``em_nonbool``), with
+    the evaluation's paired bootstrap over questions (:func:`~components.evaluation.metrics.
+    paired_difference`): both points played the same rows with the same seeds, so their episodes
+    pair by position (the point's ``samples`` episodes per row make one question). A point without
+    per-episode results (older logs) gives no difference (``value`` None)."""
+    from types import SimpleNamespace
+
+    from components.evaluation.metrics import paired_difference
+
+    def records(point: Mapping[str, Any]) -> list[Any]:
+        correct, types, samples = point.get("correct") or [], point.get("answer_types") or [], point.get("samples", 1)
+        return [
+            SimpleNamespace(question_id=str(i // samples), answer_type=t, metrics={"em": float(c)})
+            for i, (c, t) in enumerate(zip(correct, types, strict=True))
+        ]
+
+    if len(a.get("correct") or []) != len(b.get("correct") or []) or a.get("samples") != b.get("samples"):
+        raise ValueError("the two validation points played different numbers of episodes")
+    return paired_difference(records(a), records(b), metric)

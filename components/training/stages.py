@@ -249,7 +249,7 @@ def _plan(
     else:
         rows = prepare(rows[:want])
     val = prepare(list(validation)[: int(r["rl_val_questions"])])
-    spec = Validation(val, every=int(r["rl_val_every"])) if val else None
+    spec = Validation(val, every=int(r["rl_val_every"]), samples=int(r["rl_val_samples"])) if val else None
     return rows, MultiTurn(make_env, rollout, validation=spec), report
 
 

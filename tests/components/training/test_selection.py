@@ -137,6 +137,25 @@ def test_answers_correct_is_the_evaluations_typed_match() -> None:
     assert rollout_columns(records)["parsed_answer"] == ["12.0", "true", "3", "Bob; Ann", None]
     s = summarize(records, [0.0] * 5, rows)
     assert s["em"] == pytest.approx(0.6) and s["em_se"] > 0
+    # non-boolean EM leaves the yes/no row out: 2 of the 4 others are right
+    assert s["em_nonbool"] == pytest.approx(0.5)
+
+
+def test_two_validation_points_pair_question_by_question() -> None:
+    """The difference of two points of one curve is paired by episode position; with two samples a
+    question is one cluster of the bootstrap; ``em_nonbool`` leaves yes/no rows out."""
+    from components.training.selection import paired_points
+
+    types = ["boolean", "boolean", "number", "number", "set", "set"]  # 3 questions x 2 samples
+    start = {"correct": [1, 1, 0, 0, 0, 1], "answer_types": types, "samples": 2}
+    later = {"correct": [0, 0, 1, 1, 1, 1], "answer_types": types, "samples": 2}
+    d = paired_points(later, start)
+    assert d["n"] == 3 and d["value"] == pytest.approx((-1 + 1 + 0.5) / 3)
+    nb = paired_points(later, start, "em_nonbool")
+    assert nb["n"] == 2 and nb["value"] == pytest.approx(0.75) and nb["ci"][0] <= 0.75 <= nb["ci"][1]
+    assert paired_points({}, {})["value"] is None  # a log without per-episode results
+    with pytest.raises(ValueError, match="different numbers"):
+        paired_points(later, {"correct": [1], "answer_types": ["number"], "samples": 2})
 
 
 def test_the_validation_point_carries_the_rewards_answer_and_evidence_terms() -> None:

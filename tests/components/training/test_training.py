@@ -461,6 +461,8 @@ def test_grpo_keeps_the_best_validation_point(tiny_model: Path, tmp_path: Path) 
     assert peak.chosen_step == 1 and last.chosen_step == 2
     assert not _same(peak_saved, start) and not _same(peak_saved, last_saved) and not _same(last_saved, start)
     assert [v["step"] for v in peak.validation] == [0, 1, 2] and all("em" in v for v in peak.validation)
+    # each point keeps every episode's result, so two points pair question by question
+    assert all(len(v["correct"]) == len(v["answer_types"]) == v["episodes"] > 0 for v in peak.validation)
 
     card = CheckpointResult("out", "base", validation=flat.validation, chosen_step=0, method="graphcert-grpo")
     assert card.summary()["improved"] is False and card.summary()["chosen_step"] == 0
