@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 EXE = Path(sys.executable).parent / "graphdojo"
 
 #: RL investigation arms: ``train`` overrides of the learning domain (budgets merge into its own)
-_SHORT = {"rl_steps": 12, "rl_batch": 16, "rl_generations": 8, "rl_questions": 48, "rl_probe": 24,
+_SHORT = {"rl_steps": 12, "rl_batch": 16, "rl_generations": 8, "rl_questions": 48, "rl_probe": 64,
           "rl_probe_samples": 4, "rl_val_questions": 200, "rl_val_samples": 2, "rl_val_every": 6}  # fmt: skip
 ARMS: dict[str, dict[str, Any]] = {
     # the suspects that survived the stored-rollout measurements, together: advantages scaled by
