@@ -4,8 +4,9 @@ Each arm is GraphCert GRPO from the learning domain's SFT warm start (``benchmar
 the data folder ``benchmarks/learning.py`` trains) with some of the RL investigation's choices
 changed (``ARMS``: advantage scaling, the rollouts' nucleus, the learning rate, the step count;
 docs/training.md, "What the suspects look like"), materialized through the normal pipeline
-(``graphdojo materialize --asset graphcert_grpo`` with a domain file that is the learning one
-plus the arm's ``train`` overrides; the warm start is reused, not retrained). Every arm plays
+(``graphdojo materialize --asset graphcert_rft --asset graphcert_grpo`` with a domain file that is
+the learning one plus the arm's ``train`` overrides, ``rft_rounds: 0`` among them, so GRPO starts
+from the SFT warm start itself; the warm start is reused, not retrained). Every arm plays
 the same ``rl_val_questions`` questions of the **validation split** (never the test split or the
 external questions) before training and every ``rl_val_every`` steps, with the same seed; the
 stage keeps its best point. Printed per arm: the validation curve (EM, EM on non-boolean
@@ -38,7 +39,8 @@ EXE = Path(sys.executable).parent / "graphdojo"
 
 #: RL investigation arms: ``train`` overrides of the learning domain (budgets merge into its own)
 _SHORT = {"rl_steps": 12, "rl_batch": 16, "rl_generations": 8, "rl_questions": 48, "rl_probe": 64,
-          "rl_probe_samples": 4, "rl_val_questions": 200, "rl_val_samples": 2, "rl_val_every": 6}  # fmt: skip
+          "rl_probe_samples": 4, "rl_val_questions": 200, "rl_val_samples": 2, "rl_val_every": 6,
+          "rft_rounds": 0}  # fmt: skip  # GRPO from the SFT warm start itself, not from an RFT round
 ARMS: dict[str, dict[str, Any]] = {
     # the suspects that survived the stored-rollout measurements, together: advantages scaled by
     # the batch (all-wrong groups' noise shrinks four-fold), rollouts in evaluation's 0.8 nucleus,
@@ -91,7 +93,8 @@ def run_arm(data: Path, domain_file: Path, name: str) -> dict[str, Any]:
         env = {**os.environ, "GRAPHDOJO_DATA": str(data)}
         env.pop("DAGSTER_HOME", None)  # the data folder's own instance
         t0 = time.perf_counter()
-        cmd = [str(EXE), "materialize", "--domain-file", str(arm_file), "--asset", "graphcert_grpo", "--json"]
+        cmd = [str(EXE), "materialize", "--domain-file", str(arm_file), "--json"]
+        cmd += ["--asset", "graphcert_rft", "--asset", "graphcert_grpo"]  # GRPO reads RFT's (untrained) record
         proc = subprocess.run(cmd, env=env, cwd=ROOT, text=True, stdout=subprocess.PIPE)
         wall = time.perf_counter() - t0
     finally:
