@@ -37,10 +37,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 EXE = Path(sys.executable).parent / "graphdojo"
 
-#: RL investigation arms: ``train`` overrides of the learning domain (budgets merge into its own)
-_SHORT = {"rl_steps": 12, "rl_batch": 16, "rl_generations": 8, "rl_questions": 48, "rl_probe": 64,
-          "rl_probe_samples": 4, "rl_val_questions": 200, "rl_val_samples": 2, "rl_val_every": 6,
-          "rft_rounds": 0}  # fmt: skip  # GRPO from the SFT warm start itself, not from an RFT round
+#: RL investigation arms: ``train`` overrides of the learning domain (budgets merge into its own).
+#: Every arm: 8 GRPO steps of 2 questions x 8 rollouts from the SFT warm start itself (rft_rounds
+#: 0), the questions a probe of 48 x 4 found sometimes solved, the whole validation split played
+#: twice before training and after the last step; rl_beta 0: with TRL's reference model (a float32
+#: copy of the full-weight policy) the 12-step arm of 2026-12-05 was OOM-killed at 24 GB in its
+#: second step, and GraphCert's 1e-4 weighs the KL term at ~1e-4 of the policy loss anyway.
+_SHORT = {"rl_steps": 8, "rl_batch": 16, "rl_generations": 8, "rl_questions": 48, "rl_probe": 48,
+          "rl_probe_samples": 4, "rl_val_questions": 200, "rl_val_samples": 2, "rl_val_every": 8,
+          "rft_rounds": 0, "rl_beta": 0}  # fmt: skip
 ARMS: dict[str, dict[str, Any]] = {
     # the suspects that survived the stored-rollout measurements, together: advantages scaled by
     # the batch (all-wrong groups' noise shrinks four-fold), rollouts in evaluation's 0.8 nucleus,

@@ -52,10 +52,12 @@ __all__ = [
     "write_checkpoint_files",
 ]
 
-#: budgets that may be 0 (off): the RL stages' question probe and validation curve
+#: budgets that may be 0 (off): the RL stages' question probe and validation curve, GRPO's KL
+#: term (rl_beta 0: no KL penalty, so TRL loads no reference model — a float32 copy of the policy)
 OPTIONAL_BUDGETS: Final = (
     "rl_probe",
     "rl_val_questions",
+    "rl_beta",
     "rft_rounds",
     "rft_val_questions",
     "dancer_critic_warmup",

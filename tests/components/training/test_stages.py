@@ -259,3 +259,8 @@ def test_rl_choices_are_checked_and_reach_the_trainer_without_touching_the_warm_
     assert (args.scale_rewards, args.beta) == ("none", 0.01)
     assert grpo_args(_grpo_config(unset.resolved(), unset, steps=2), "/tmp/unused").scale_rewards == "group"
     assert _rollout(r, chosen, ("</answer>",)).top_p == 0.8
+    # rl_beta 0 turns the KL term off (TRL then loads no reference model); negative is an error
+    no_kl = TrainConfig(preset="cpu-demo", budgets={"rl_beta": 0})
+    assert grpo_args(_grpo_config(no_kl.resolved(), no_kl, steps=2), "/tmp/unused").beta == 0
+    with pytest.raises(ValueError, match="rl_beta must be a positive number \\(or 0: off\\)"):
+        TrainConfig(preset="cpu-demo", budgets={"rl_beta": -1e-4})
