@@ -389,7 +389,7 @@ def run_ppo(
             system_prompt=system_prompt,
         )
 
-    best = BestPoint(validation) if validation is not None and validation.rows else None
+    best = BestPoint(validation, spill=Path(output_dir)) if validation is not None and validation.rows else None
     modules = {"policy": policy, "value_head": head}
 
     def validate(step: int) -> None:

@@ -459,6 +459,7 @@ def test_grpo_keeps_the_best_validation_point(tiny_model: Path, tmp_path: Path) 
     peak, peak_saved = _grpo_keeping_best(tiny_model, tmp_path / "peak", [0.1, 0.5, 0.2])
     last, last_saved = _grpo_keeping_best(tiny_model, tmp_path / "last", [0.1, 0.5, 0.2], keep_best=False)
     assert peak.chosen_step == 1 and last.chosen_step == 2
+    assert not list(tmp_path.rglob(".best-point.pt*"))  # the spilled point goes with the run
     assert not _same(peak_saved, start) and not _same(peak_saved, last_saved) and not _same(last_saved, start)
     assert [v["step"] for v in peak.validation] == [0, 1, 2] and all("em" in v for v in peak.validation)
     # each point keeps every episode's result, so two points pair question by question
@@ -471,6 +472,44 @@ def test_grpo_keeps_the_best_validation_point(tiny_model: Path, tmp_path: Path) 
     )
     assert CheckpointResult("out", "base", validation=peak.validation, chosen_step=1).improved is True
     assert CheckpointResult("out", "base").improved is None  # no validation curve chose anything
+
+
+def test_a_spilled_best_point_is_a_snapshot_read_back_from_its_file(tiny_model: Path, tmp_path: Path) -> None:
+    """With ``spill`` the kept weights live in a file, mapped, not in a copy in memory: they are
+    the weights as they were when offered (training on afterwards does not change them), a
+    better point replaces them, a worse one does not, and ``finish`` restores them and removes
+    the file; ``drop_cache`` empties a backend's prefix cache and ignores one without."""
+    from components.training.grpo import BestPoint, Validation, drop_cache
+
+    layer = torch.nn.Linear(3, 2)
+    best = BestPoint(Validation([{"prompt": "q"}], metric="reward"), spill=tmp_path)
+    best.offer({"step": 0, "reward": 0.2}, {"": layer})
+    with torch.no_grad():
+        layer.weight.add_(1.0)
+    at_one = layer.weight.detach().clone()
+    best.offer({"step": 1, "reward": 0.5}, {"": layer})
+    with torch.no_grad():
+        layer.weight.add_(1.0)
+    best.offer({"step": 2, "reward": 0.4}, {"": layer})  # worse: not kept
+    assert best.step == 1 and (tmp_path / BestPoint.SPILL_FILE).is_file()
+    with torch.no_grad():
+        layer.weight.mul_(0.0)  # whatever training does after the point
+    assert best.finish(2, {"": layer}) == 1
+    assert torch.equal(layer.weight, at_one) and not (tmp_path / BestPoint.SPILL_FILE).exists()
+
+    from transformers import AutoTokenizer
+
+    from components.llm.base import SamplingParams
+    from components.llm.transformers_backend import TransformersBackend
+
+    backend = TransformersBackend.wrap(
+        AutoModelForCausalLM.from_pretrained(tiny_model), AutoTokenizer.from_pretrained(tiny_model)
+    )
+    backend.generate_ids([[1, 2, 3, 4]], SamplingParams(max_new_tokens=4, temperature=0))
+    assert len(backend.engine.cache) > 0
+    drop_cache(backend)
+    assert len(backend.engine.cache) == 0
+    drop_cache(SimpleNamespace())  # a backend without an engine (vLLM's): nothing to do
 
 
 def _resumable_grpo(model: str, db: str, work: str, out: str, stall_after: str | None = None):
