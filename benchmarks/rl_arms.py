@@ -19,7 +19,8 @@ JSON line.
 
 The data folder must hold the warm start (``graphdojo materialize --domain-file
 benchmarks/learning.yaml --asset checkpoints`` and its inputs). Run it with nothing else on the
-machine (generation on 2 threads collapses when the other core is busy).
+machine (generation on 2 threads collapses when the other core is busy) and ≈ 22 GB of memory
+free: full-weight GRPO of the 0.5B Solver peaked at 21.7 GB RSS (docs/benchmarks.md, 2026-12-05).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ EXE = Path(sys.executable).parent / "graphdojo"
 #: 0), the questions a probe of 48 x 4 found sometimes solved, the whole validation split played
 #: twice before training and after the last step; rl_beta 0: with TRL's reference model (a float32
 #: copy of the full-weight policy) the 12-step arm of 2026-12-05 was OOM-killed at 24 GB in its
-#: second step, and GraphCert's 1e-4 weighs the KL term at ~1e-4 of the policy loss anyway.
+#: second step, and at GraphCert's coefficient 1e-4 even the largest KL the learning table's GRPO
+#: reached (4.4) adds at most 4.4e-4 to a loss whose advantages are of order 1.
 _SHORT = {"rl_steps": 8, "rl_batch": 16, "rl_generations": 8, "rl_questions": 48, "rl_probe": 48,
           "rl_probe_samples": 4, "rl_val_questions": 200, "rl_val_samples": 2, "rl_val_every": 8,
           "rft_rounds": 0, "rl_beta": 0}  # fmt: skip
@@ -51,6 +53,9 @@ ARMS: dict[str, dict[str, Any]] = {
     # the batch (all-wrong groups' noise shrinks four-fold), rollouts in evaluation's 0.8 nucleus,
     # half the preset's learning rate
     "batch-topp": {"rl_advantages": "batch", "budgets": {**_SHORT, "rl_top_p": 0.8, "rl_learning_rate": 1e-5}},
+    # the same at the GPU preset's (and GraphCert's) learning rate: batch-topp's 1e-5 stopped the
+    # policy calling tools after three non-zero updates (docs/training.md)
+    "batch-topp-lr1e-6": {"rl_advantages": "batch", "budgets": {**_SHORT, "rl_top_p": 0.8, "rl_learning_rate": 1e-6}},
     # TRL's default scaling with the same step size and nucleus: what batch scaling alone changes
     "group-topp": {"rl_advantages": "group", "budgets": {**_SHORT, "rl_top_p": 0.8, "rl_learning_rate": 1e-5}},
 }
@@ -110,6 +115,7 @@ def run_arm(data: Path, domain_file: Path, name: str) -> dict[str, Any]:
     if rec is None or rec.path is None:
         raise SystemExit(f"arm {name}: no graphcert_grpo checkpoint was recorded")
     log = json.loads((Path(rec.path) / "training_log.json").read_text())
+    log["chosen_step"] = (rec.metadata or {}).get("chosen_step")  # the stage's metadata says which step it kept
     return {"arm": name, "overrides": ARMS[name], "wall_s": round(wall, 1), "folder": rec.path, **arm_summary(log)}
 
 
