@@ -415,9 +415,8 @@ class BestPoint:
     ``spill``: a folder where the kept weights are written and then mapped from the file instead
     of held as a copy in memory (a full-weight copy of the 0.5B Solver is 2 GB of the 24 a CPU
     machine has; mapped, its pages are the page cache's, which the kernel can drop); the file
-    is removed by :meth:`finish`."""
-
-    SPILL_FILE = ".best-point.pt"
+    (:attr:`spill_file`, one per process: several processes of one run may share the folder) is
+    removed by :meth:`finish`."""
 
     def __init__(self, spec: Validation, spill: Path | None = None) -> None:
         self.spec = spec
@@ -434,13 +433,18 @@ class BestPoint:
                 weights = self._spilled({n: p.detach() for n, p in _named(modules).items()})
             self._best = (self.spec.rank(point), int(point["step"]), weights)
 
+    @property
+    def spill_file(self) -> Path | None:
+        return None if self.spill is None else self.spill / f".best-point-{os.getpid()}.pt"
+
     def _spilled(self, weights: dict[str, Any]) -> dict[str, Any]:
         """``weights`` written to the spill file (atomically) and mapped back from it."""
         import torch
 
-        assert self.spill is not None
-        self.spill.mkdir(parents=True, exist_ok=True)
-        path, tmp = self.spill / self.SPILL_FILE, self.spill / (self.SPILL_FILE + ".tmp")
+        path = self.spill_file
+        assert path is not None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
         torch.save(weights, tmp)
         tmp.replace(path)  # an earlier point's mapping keeps its own (unlinked) file until dropped
         return dict(torch.load(path, mmap=True, weights_only=True))
@@ -480,8 +484,8 @@ class BestPoint:
             if step != last_step:
                 restore_weights(modules, weights)
             self.chosen_step, self._best = step, None
-        if self.spill is not None:
-            (self.spill / self.SPILL_FILE).unlink(missing_ok=True)
+        if self.spill_file is not None:
+            self.spill_file.unlink(missing_ok=True)
         return self.chosen_step
 
 
