@@ -56,8 +56,9 @@ ARMS: dict[str, dict[str, Any]] = {
     # the same at the GPU preset's (and GraphCert's) learning rate: batch-topp's 1e-5 stopped the
     # policy calling tools after three non-zero updates (docs/training.md)
     "batch-topp-lr1e-6": {"rl_advantages": "batch", "budgets": {**_SHORT, "rl_top_p": 0.8, "rl_learning_rate": 1e-6}},
-    # TRL's default scaling with the same step size and nucleus: what batch scaling alone changes
-    "group-topp": {"rl_advantages": "group", "budgets": {**_SHORT, "rl_top_p": 0.8, "rl_learning_rate": 1e-5}},
+    # TRL's default scaling (per group) with batch-topp-lr1e-6's step size and nucleus: what the
+    # advantage scaling alone changes
+    "group-topp-lr1e-6": {"rl_advantages": "group", "budgets": {**_SHORT, "rl_top_p": 0.8, "rl_learning_rate": 1e-6}},
 }
 
 
