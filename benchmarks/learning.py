@@ -199,6 +199,7 @@ def evaluate_available(
         NO_MODEL,
         SystemSpec,
         _worked_examples,
+        dancer_systems,
         evaluate_systems,
         external_rows,
         judge_dir,
@@ -230,7 +231,7 @@ def evaluate_available(
         "sft-only": ("checkpoints", "SFT warm start"),
         "graphcert-rft": ("graphcert_rft", "certified rejection-sampling fine-tuning"),
         "graphcert-grpo": ("graphcert_grpo", "GraphCert GRPO"),
-        "graphdancer-rl": ("graphdancer_rl", "GraphDancer stage 1 (GRPO)"),
+        "graphdancer-rl": ("graphdancer_rl", "GraphDancer stage 1"),  # dancer_systems names algorithm, environment
         "graphdancer-rl→dpo": ("graphdancer_dpo", "GraphDancer RL → DPO"),
     }
     systems = [
@@ -257,6 +258,7 @@ def evaluate_available(
             if a is not None
             else SystemSpec(name, "python_cypher", None, method, "not trained in this run (stopped before it)")
         )
+    systems = dancer_systems(systems, {}, cfg.train)  # GraphDancer's rows as the domain trains them
     if only:
         unknown = set(only) - {s.name for s in systems}
         if unknown:

@@ -536,8 +536,10 @@ class SplitConfig:
     seed: int = 0
     fractions: tuple[float, float, float] = DEFAULT_FRACTIONS
     #: translate admitted items into executed Graph-CoT teacher trajectories
-    #: (:mod:`components.curriculum.trajectories`) and use their measured level where one exists
-    trajectories: bool = False
+    #: (:mod:`components.curriculum.trajectories`) and use their measured level where one exists —
+    #: on by default: GraphDancer's default environment (``train.dancer_env: graph_cot``) warm-starts
+    #: on them; a domain that runs GraphDancer in the Python + Cypher sandbox may turn them off
+    trajectories: bool = True
 
     def __post_init__(self) -> None:
         fractions = tuple(float(f) for f in self.fractions)
@@ -550,7 +552,8 @@ class SplitConfig:
         return cls(**checked_options(cls, raw, "curriculum"))
 
     def params(self) -> dict[str, Any]:
-        """The fingerprint's parameters (the default shares leave earlier fingerprints as they were)."""
+        """The fingerprint's parameters (the default shares leave earlier fingerprints as they were;
+        ``trajectories: true`` is named, so splits built without them are not reused)."""
         return {
             "seed": self.seed,
             **({} if self.fractions == DEFAULT_FRACTIONS else {"fractions": list(self.fractions)}),

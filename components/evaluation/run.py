@@ -43,6 +43,7 @@ __all__ = [
     "EvalPlan",
     "SystemSpec",
     "build_eval_reports",
+    "dancer_systems",
     "eval_systems",
     "evaluate_systems",
     "judge_dir",
@@ -491,7 +492,7 @@ def eval_systems(
     at = next((i + 1 for i, s in enumerate(systems) if s.name == "base few-shot"), 1)
     systems = lead + systems[:at] + extra + systems[at:]
     if train is not None:
-        systems = _dancer_systems(systems, inputs, train)
+        systems = dancer_systems(systems, inputs, train)
         stage_of = {
             "graphdancer-rl": "graphdancer_rl",
             "graphdancer warm start": "graphdancer_rl",
@@ -543,7 +544,7 @@ def _ablation_stage(name: str) -> str:
     return "ablations" if name.startswith("ablation") else ""
 
 
-def _dancer_systems(systems: list[SystemSpec], inputs: Mapping[str, Artifact], train: TrainConfig) -> list[SystemSpec]:
+def dancer_systems(systems: list[SystemSpec], inputs: Mapping[str, Artifact], train: TrainConfig) -> list[SystemSpec]:
     """GraphDancer's rows as ``train`` ran them: each method text names the stage-1 algorithm and
     the environment; with ``dancer_env: graph_cot`` the rows play the Graph-CoT API with the
     ``dancer_turns`` budget (the zero-shot Graph-CoT base row too, so each stage is compared in one

@@ -75,8 +75,9 @@ MECHANICS_STAGES: Final = ("graphdancer_rl", "preference_pairs", "graphdancer_dp
 # rl_probe questions are first played rl_probe_samples times by the starting checkpoint and GRPO
 # trains on those it solves sometimes — 0: no probe; rl_val_questions of the validation split are
 # played rl_val_samples times every rl_val_every steps for the validation curve, whose best point is the checkpoint
-# kept — 0: none; dancer_steps for GraphDancer stage 1, of which, with train.dancer_stage1: ppo, the
-# first dancer_critic_warmup train the value head alone), DPO (dpo_*) and GRAIN
+# kept — 0: none; dancer_steps for GraphDancer stage 1, of which, with train.dancer_stage1: ppo (the
+# default), the first dancer_critic_warmup train the value head alone — fewer than dancer_steps), DPO
+# (dpo_*) and GRAIN
 # (grain_*: GRIT-style tasks, SFT steps and rate before its GRPO, tokens per turn — a graph IR is
 # long, so its turns get their own budget); dpo_batch pairs per DPO step. Certified rejection-sampling
 # fine-tuning (rft_*, components/training/rft.py): rft_rounds rounds (0: the stage is off), each
@@ -92,8 +93,9 @@ PRESETS: Final = {
         "pair_new_tokens": 48,
         "rl_steps": 2,
         "dancer_steps": 2,
-        "dancer_critic_warmup": 0,
-        "dancer_turns": 3,  # Graph-CoT turns of GraphDancer in its own environment (calls + answer)
+        "dancer_critic_warmup": 1,  # PPO's critic learns the returns for one step before the policy moves
+        "dancer_turns": 5,  # Graph-CoT turns of GraphDancer in its own environment (calls + answer): a
+        # one-hop question takes 2–4 calls (RetrieveNode, NeighborCheck, NodeFeature for the names)
         "dancer_new_tokens": 48,  # tokens per Graph-CoT step (a thought and one call)
         "rl_questions": 8,
         "rl_generations": 2,
@@ -134,7 +136,7 @@ PRESETS: Final = {
         "pair_new_tokens": 80,
         "rl_steps": 2,
         "dancer_steps": 2,
-        "dancer_critic_warmup": 0,
+        "dancer_critic_warmup": 1,  # PPO's critic learns the returns for one step before the policy moves
         "dancer_turns": 4,
         "dancer_new_tokens": 96,
         "rl_questions": 8,
@@ -281,15 +283,16 @@ class TrainConfig:
     #: stages that train the tiny random model (``cpu-tiny``, from its own base, not from this
     #: preset's warm start) so the pipeline stays short: their report rows say "mechanics only"
     mechanics_only: tuple[str, ...] = ()
-    #: GraphDancer stage 1: ``grpo`` (None: the default) or ``ppo`` — PPO with a critic
-    #: (components/training/ppo.py: a value head, token-level GAE, clipped policy and value losses)
-    dancer_stage1: str | None = None
-    #: GraphDancer's environment: ``python_cypher`` (None: the default — its stages continue the
-    #: Cypher warm start in GraphCert's sandbox) or ``graph_cot`` — the source's Graph-CoT function
-    #: API: a warm start on the curriculum's Graph-CoT teacher trajectories (needs
-    #: ``curriculum.trajectories: true``), stage 1, the preference pairs and the evaluation rows
-    #: all in that environment, ``dancer_turns`` turns of ``dancer_new_tokens`` tokens
-    dancer_env: str | None = None
+    #: GraphDancer stage 1: ``ppo`` (the default, as published) — PPO with a critic
+    #: (components/training/ppo.py: a value head, token-level GAE, clipped policy and value losses;
+    #: the first ``dancer_critic_warmup`` steps train the value head alone) — or ``grpo``
+    dancer_stage1: str = "ppo"
+    #: GraphDancer's environment: ``graph_cot`` (the default, as published) — the source's Graph-CoT
+    #: function API: a warm start on the curriculum's Graph-CoT teacher trajectories (needs
+    #: ``curriculum.trajectories: true``, the default), stage 1, the preference pairs and the
+    #: evaluation rows all in that environment, ``dancer_turns`` turns of ``dancer_new_tokens``
+    #: tokens — or ``python_cypher``: its stages continue the Cypher warm start in GraphCert's sandbox
+    dancer_env: str = "graph_cot"
     #: GraphDancer ablations trained beside the full pipeline (rows of the report): ``no_ppo``
     #: (DPO straight from the warm start), ``no_dpo`` (the stage-1 checkpoint), ``no_curriculum``
     #: (uniform sampling in both stages)
@@ -322,14 +325,11 @@ class TrainConfig:
             raise ValueError("the gpu preset needs base_model (a model name or a local Hugging Face folder)")
         if self.preset == "cpu-tiny" and self.base_model:
             raise ValueError("cpu-tiny trains the tiny random model; base_model needs cpu-demo, cpu-learn or gpu")
-        if self.dancer_stage1 not in (None, "grpo", "ppo"):
-            raise ValueError(f"dancer_stage1 must be grpo or ppo, got {self.dancer_stage1!r}")
-        if self.dancer_stage1 == "grpo":  # the default, spelled out: the same fingerprints as unset
-            object.__setattr__(self, "dancer_stage1", None)
-        if self.dancer_env not in (None, "python_cypher", "graph_cot"):
-            raise ValueError(f"dancer_env must be python_cypher or graph_cot, got {self.dancer_env!r}")
-        if self.dancer_env == "python_cypher":  # the default, spelled out
-            object.__setattr__(self, "dancer_env", None)
+        # both always named in resolved(), so GraphDancer's fingerprints say algorithm and environment
+        if self.dancer_stage1 not in ("ppo", "grpo"):
+            raise ValueError(f"dancer_stage1 must be ppo or grpo, got {self.dancer_stage1!r}")
+        if self.dancer_env not in ("graph_cot", "python_cypher"):
+            raise ValueError(f"dancer_env must be graph_cot or python_cypher, got {self.dancer_env!r}")
         if isinstance(self.dancer_ablations, str):
             raise ValueError("dancer_ablations must be a list of names")
         object.__setattr__(self, "dancer_ablations", tuple(self.dancer_ablations))
@@ -367,6 +367,14 @@ class TrainConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (value <= 0 and not floor_ok):
                 what = "a positive number (or 0: off)" if key in OPTIONAL_BUDGETS else "a positive number"
                 raise ValueError(f"budgets.{key} must be {what}, got {value!r}")
+        # a warm-up the domain sets must leave the policy a step (the preset's is capped in resolved())
+        warmup = self.budgets.get("dancer_critic_warmup")
+        steps = self.budgets.get("dancer_steps", PRESETS[self.preset]["dancer_steps"])
+        if self.dancer_stage1 == "ppo" and warmup is not None and warmup >= steps:
+            raise ValueError(
+                f"budgets: dancer_critic_warmup ({warmup}) must be below dancer_steps ({steps}) with "
+                "dancer_stage1: ppo — the warm-up steps train only the critic, so the policy would never move"
+            )
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any] | None) -> TrainConfig:
@@ -388,7 +396,10 @@ class TrainConfig:
         extra = {"mechanics_only": list(self.mechanics_only)} if self.mechanics_only else {}
         if self.lora is not None:
             extra["lora"] = dict(self.lora)
-        return {**PRESETS[self.preset], **dict(self.budgets), **own, **extra}
+        budgets = {**PRESETS[self.preset], **dict(self.budgets)}
+        if "dancer_critic_warmup" not in self.budgets:  # the preset's warm-up leaves the policy a step
+            budgets["dancer_critic_warmup"] = min(budgets["dancer_critic_warmup"], budgets["dancer_steps"] - 1)
+        return {**budgets, **own, **extra}
 
     def resolved_without_dancer(self) -> dict[str, Any]:
         """:meth:`resolved` less the GraphDancer-only choices (``dancer_*``: stage-1 algorithm,
@@ -398,8 +409,8 @@ class TrainConfig:
 
     @property
     def dancer_environment(self) -> str:
-        """GraphDancer's environment by name (``python_cypher`` or ``graph_cot``)."""
-        return self.dancer_env or "python_cypher"
+        """GraphDancer's environment by name (``graph_cot`` or ``python_cypher``)."""
+        return self.dancer_env
 
     def mechanics(self, stage: str) -> bool:
         """Whether ``stage`` trains the tiny model in this config (``mechanics_only``)."""

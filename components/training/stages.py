@@ -381,13 +381,13 @@ def graph_cot_items(items: Sequence[Mapping[str, Any]], turns: int) -> list[Mapp
     """The curriculum items GraphDancer trains on in the Graph-CoT environment: those with a
     teacher trajectory (``trajectory_json``) whose calls fit in ``turns − 1`` rounds — so every
     question has a known way to be answered within the episode's budget."""
-    out = []
-    for it in items:
-        raw = it.get("trajectory_json")
-        traj = json.loads(raw) if isinstance(raw, str) and raw not in ("", "null") else None
-        if traj and len(traj["rounds"]) <= turns - 1:
-            out.append(it)
-    return out
+    return [it for it in items if (traj := _trajectory(it)) and len(traj["rounds"]) <= turns - 1]
+
+
+def _trajectory(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A curriculum item's Graph-CoT teacher trajectory (``trajectory_json``), or None."""
+    raw = item.get("trajectory_json")
+    return json.loads(raw) if isinstance(raw, str) and raw not in ("", "null") else None
 
 
 def graph_cot_warm_start(
@@ -417,9 +417,15 @@ def graph_cot_warm_start(
     turns, _ = dancer_budget(r, "graph_cot")
     usable = graph_cot_items(items, turns)[: r["max_examples"]]
     if not usable:
+        calls = sorted(len(t["rounds"]) for t in map(_trajectory, items) if t)
+        fix = (
+            f"the shortest of their {len(calls)} teacher trajectories takes {calls[0]} calls: raise "
+            f"train.budgets.dancer_turns to at least {calls[0] + 1} (calls + the answer)"
+            if calls
+            else "none has a teacher trajectory: set `curriculum: {trajectories: true}` in the domain YAML"
+        )
         raise ValueError(
-            f"no Graph-CoT teacher trajectory within {turns - 1} calls among {len(items)} training items: "
-            "set `curriculum: {trajectories: true}` in the domain YAML (or raise budgets.dancer_turns)"
+            f"no Graph-CoT teacher trajectory within {turns - 1} calls among {len(items)} training items; {fix}"
         )
     tokenizer = AutoTokenizer.from_pretrained(base)
     with graph_cot_envs(db_location, max_rounds=turns - 1, threads=config.threads) as make_env:

@@ -142,6 +142,12 @@ def _load(path: Path) -> DomainConfig:
     ablations = _section(path, "ablations", ablations_from, raw)
     grit = _section(path, "grit", GritConfig.from_dict, raw)
     curriculum = _section(path, "curriculum", SplitConfig.from_dict, raw)
+    if train.dancer_environment == "graph_cot" and not curriculum.trajectories:
+        raise DomainConfigError(
+            f"{path}: train.dancer_env is graph_cot (the default) but curriculum.trajectories is false: "
+            "GraphDancer's Graph-CoT warm start trains on those trajectories — set curriculum.trajectories: true, "
+            "or train.dancer_env: python_cypher to run GraphDancer in the Python + Cypher sandbox"
+        )
     if certify.eval_questions and not Path(certify.eval_questions).is_file():
         raise DomainConfigError(f"{path}: certify.eval_questions: no such file {certify.eval_questions}")
     if evaluate.questions and not Path(evaluate.questions).is_file():

@@ -47,7 +47,9 @@ def _materialized(result: dg.ExecuteInProcessResult) -> dict[str, dict]:
 def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     from components.llm.models import tiny_random_model
 
-    train = TrainConfig(preset="cpu-tiny", max_steps=6, threads=1)
+    # GraphDancer here as GRPO in the Python + Cypher sandbox, both options (its defaults — PPO
+    # with the critic warm-up, in the Graph-CoT API — are the next test's)
+    train = TrainConfig(preset="cpu-tiny", max_steps=6, threads=1, dancer_stage1="grpo", dancer_env="python_cypher")
     judge = str(tiny_random_model(tmp_path / "judge", seed=1))
     evaluate = EvalConfig(
         samples=2, max_questions=2, max_turns=1, max_new_tokens=8, threads=1, judge_model=judge, grit_per_split=2
@@ -180,17 +182,16 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
 
 
 def test_graphdancer_in_its_own_graph_cot_environment(tmp_path: Path) -> None:
-    """``train.dancer_env: graph_cot``: a warm start on the curriculum's Graph-CoT teacher
-    trajectories, stage 1, the preference pairs and the evaluation rows in the Graph-CoT API, and
-    the three ablations as report rows — on the real graph, environment and tiny model."""
-    from components.curriculum.build import SplitConfig
+    """GraphDancer as published, by default (no ``dancer_*`` option, the default curriculum): a
+    warm start on the curriculum's Graph-CoT teacher trajectories, stage 1 as PPO with a critic
+    warmed up first, the preference pairs and the evaluation rows in the Graph-CoT API, and the
+    three ablations as report rows — on the real graph, environment and tiny model."""
     from components.llm.models import tiny_random_model
 
     train = TrainConfig(
         preset="cpu-tiny",
         max_steps=4,
         threads=1,
-        dancer_env="graph_cot",
         dancer_ablations=["no_ppo", "no_dpo", "no_curriculum"],
         budgets={"rl_val_questions": 0},
     )
@@ -203,7 +204,7 @@ def test_graphdancer_in_its_own_graph_cot_environment(tmp_path: Path) -> None:
         *graph_snapshot_asset(d, SourceSpec("generator", "academic", {"seed": 0, "scale": 300})),
         *qa_candidates_asset(d, QuizConfig(template_n=30, llm_n=0, seed=4)),
         *certified_dataset_asset(d, CertifyConfig(fault_sample=0)),
-        *curriculum_splits_asset(d, SplitConfig(trajectories=True)),
+        *curriculum_splits_asset(d),
         *checkpoints_asset(d, train),
         *rl_stage_assets(d, train),
         *preference_pairs_asset(d, train),
@@ -222,7 +223,9 @@ def test_graphdancer_in_its_own_graph_cot_environment(tmp_path: Path) -> None:
     assert json.loads((warm / "training_log.json").read_text())["method"] == "graphdancer-warm-start"
     assert len(json.loads((warm / "training_log.json").read_text())["losses"]) == 4
     card = (stage1 / "README.md").read_text()
-    assert "Environment: the Graph-CoT function API" in card and "Stage 1 ran GRPO" in card
+    assert "Environment: the Graph-CoT function API" in card and "Stage 1 ran PPO with a critic" in card
+    assert "the first 1 step(s) train the critic alone" in card  # cpu-tiny: one of its two steps
+    assert json.loads((stage1 / "ppo_log.json").read_text())["curves"][0]["critic_only"]
     rl_steps = [r.data for r in m["graphdancer_rl"]["curves"].value.records]
     assert len(rl_steps) == 2 and all(0.0 <= r["tool_call_rate"] <= 1.0 for r in rl_steps)
     pairs = m["preference_pairs"]
@@ -246,7 +249,7 @@ def test_graphdancer_in_its_own_graph_cot_environment(tmp_path: Path) -> None:
         "ablation: GraphDancer NoCurriculum",
     ):
         assert systems[name]["kind"] == "graph_cot", name
-    assert "Graph-CoT API" in systems["graphdancer-rl"]["method"] and "GRPO" in systems["graphdancer-rl"]["method"]
+    assert systems["graphdancer-rl"]["method"] == "GraphDancer stage 1 (PPO, Graph-CoT API)"
     assert systems["sft-only"]["kind"] == "python_cypher"  # GraphCert's rows stay in the sandbox
     assert systems["ablation: GraphDancer NoDPO"]["summary"] == systems["graphdancer-rl"]["summary"]
     assert [r for r in report["records"] if r["system"] == "graphdancer-rl"]
@@ -267,11 +270,11 @@ def test_train_config_validation() -> None:
         TrainConfig.from_dict({"dancer_ablations": ["no_sft"]})
     # the default environment spelled out is the default (same fingerprints); GraphCert's stages
     # do not depend on GraphDancer's choices
-    spelled = TrainConfig.from_dict({"preset": "cpu-demo", "dancer_env": "python_cypher"})
-    cot = TrainConfig.from_dict({"preset": "cpu-demo", "dancer_env": "graph_cot", "dancer_ablations": ["no_dpo"]})
+    spelled = TrainConfig.from_dict({"preset": "cpu-demo", "dancer_env": "graph_cot", "dancer_ablations": ["no_dpo"]})
+    sandbox = TrainConfig.from_dict({"preset": "cpu-demo", "dancer_env": "python_cypher"})
     default = TrainConfig.from_dict({"preset": "cpu-demo"})
-    assert spelled.resolved() == default.resolved() and cot.resolved() != default.resolved()
-    assert cot.resolved_without_dancer() == default.resolved_without_dancer()
+    assert spelled.resolved() == default.resolved() and sandbox.resolved() != default.resolved()
+    assert sandbox.resolved_without_dancer() == default.resolved_without_dancer()
 
 
 def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -> None:
@@ -279,7 +282,14 @@ def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -
     from components.store.artifact import Artifact
     from components.training.checkpoint import stage_start
 
-    train = TrainConfig.from_dict({"preset": "cpu-demo", "mechanics_only": ["graphdancer_rl", "ablations"]})
+    train = TrainConfig.from_dict(
+        {
+            "preset": "cpu-demo",
+            "dancer_stage1": "grpo",
+            "dancer_env": "python_cypher",
+            "mechanics_only": ["graphdancer_rl", "ablations"],
+        }
+    )
     assert train.for_stage("checkpoints") is train and train.for_stage("graphcert_grpo") is train
     tiny = train.for_stage("graphdancer_rl")
     assert tiny.preset == "cpu-tiny" and not tiny.mechanics_only and tiny.seed == train.seed
@@ -324,10 +334,12 @@ def test_mechanics_only_stages_train_the_tiny_model_and_say_so(tmp_path: Path) -
     assert everything["graphdancer-rl"].method == "GraphDancer stage 1 (GRPO, Python + Cypher sandbox)"
     ppo = {s.name: s for s in eval_systems(inputs, "/models/base", train=replace(train, dancer_stage1="ppo"))}
     assert ppo["graphdancer-rl"].method == "GraphDancer stage 1 (PPO, Python + Cypher sandbox)"  # what ran
-    # GraphDancer in its own environment: its rows (and the zero-shot Graph-CoT base row) play the
-    # Graph-CoT API with the turns it trained with; GraphCert's rows stay in the sandbox
-    cot_train = replace(train, dancer_env="graph_cot", mechanics_only=())
+    # GraphDancer in its own environment (the default): its rows (and the zero-shot Graph-CoT base
+    # row) play the Graph-CoT API with the turns it trained with; GraphCert's rows stay in the sandbox
+    cot_train = TrainConfig(preset="cpu-demo")
     cot = {s.name: s for s in eval_systems(inputs, "/models/base", train=cot_train)}
+    assert cot["graphdancer-rl"].method == "GraphDancer stage 1 (PPO, Graph-CoT API)"
+    assert cot["graphdancer-rl→dpo"].method == "GraphDancer PPO stage 1 → DPO (Graph-CoT API)"
     turns = cot_train.resolved()["dancer_turns"]
     for name in ("graph-cot zero-shot", "graphdancer-rl", "graphdancer-rl→dpo"):
         assert cot[name].kind == "graph_cot" and cot[name].max_turns == turns, name

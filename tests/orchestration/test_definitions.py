@@ -147,6 +147,15 @@ def test_domain_config_errors_are_clear(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("name: [unclosed\n")
     with pytest.raises(DomainConfigError, match="invalid YAML"):
         load_domains(str(tmp_path))
+    # GraphDancer's default environment (Graph-CoT) warm-starts on the curriculum's trajectories
+    src = "name: lab\nsource: {format: csv, src: here}\n"
+    (tmp_path / "bad.yaml").write_text(src + "curriculum: {trajectories: false}\n")
+    with pytest.raises(
+        DomainConfigError, match="bad.yaml: train.dancer_env is graph_cot .* curriculum.trajectories is false"
+    ):
+        load_domains(str(tmp_path))
+    (tmp_path / "bad.yaml").write_text(src + "curriculum: {trajectories: false}\ntrain: {dancer_env: python_cypher}\n")
+    assert load_domains(str(tmp_path))["lab"].train.dancer_environment == "python_cypher"
 
 
 def test_extra_domain_folder_adds_a_domain_with_relative_source(tmp_path: Path) -> None:

@@ -101,8 +101,9 @@ def test_split_config_shares_change_the_split_and_the_fingerprint_only_when_set(
     count = lambda items: sum(i["split"] == "test" for i in items)  # noqa: E731
     assert count(more_test) > count(default)
     assert curriculum_summary(more_test)["crossing_entities"] == []
-    assert CURRICULUM_SPLITS.params(SplitConfig(seed=3)) == CURRICULUM_SPLITS.params(3) == {"seed": 3}
-    assert SplitConfig(fractions=[0.7, 0.1, 0.2]).params() == {"seed": 0, "fractions": [0.7, 0.1, 0.2]}
+    on = {"trajectories": True}  # the default (test below)
+    assert CURRICULUM_SPLITS.params(SplitConfig(seed=3)) == CURRICULUM_SPLITS.params(3) == {"seed": 3, **on}
+    assert SplitConfig(fractions=[0.7, 0.1, 0.2]).params() == {"seed": 0, "fractions": [0.7, 0.1, 0.2], **on}
     for bad in ([0.5, 0.5], [0.9, 0.2, -0.1], [0.5, 0.2, 0.2]):
         with pytest.raises(ValueError, match="fractions"):
             SplitConfig(fractions=bad)
@@ -131,8 +132,9 @@ def test_measured_levels_replace_estimates_where_a_trajectory_exists(certified) 
     confusion = report["confusion"]
     assert sum(sum(row.values()) for row in confusion.values()) == len(measured)
     assert sum(row["items"] for row in report["coverage"].values()) == len(items)
-    assert SplitConfig(trajectories=True).params() == {"seed": 0, "trajectories": True}
-    assert "trajectories" not in SplitConfig().params()  # earlier fingerprints stay as they were
+    # on by default (GraphDancer's default environment trains on them), named in the fingerprint
+    assert SplitConfig().trajectories and SplitConfig().params() == {"seed": 0, "trajectories": True}
+    assert SplitConfig(trajectories=False).params() == {"seed": 0}  # splits built without them stay as they were
 
 
 def test_graph_cot_teacher_trajectories_replay_in_the_real_environment(certified) -> None:

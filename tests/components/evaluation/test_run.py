@@ -284,6 +284,9 @@ def test_sections_baselines_and_baseline_pairs(setup) -> None:
         SystemSpec("closed book", "closed_book", str(model)),
         SystemSpec("base few-shot", "python_cypher", str(model), offshelf=True, sections=("test",)),
         SystemSpec("sft-only", "python_cypher", str(model)),
+        # GraphDancer's default environment: external questions its four functions cannot express
+        # (a count needs NodeDegree on the right node) are still asked and counted
+        SystemSpec("graphdancer-rl", "graph_cot", str(model), max_turns=2),
     ]
     config = EvalConfig(samples=2, max_turns=2, max_new_tokens=8, threads=1, judge=False)
     report = evaluate_systems(
@@ -298,6 +301,9 @@ def test_sections_baselines_and_baseline_pairs(setup) -> None:
     few = report["systems"]["base few-shot"]
     assert set(few["sections"]) == {"test"}  # its sections: the test split only
     assert set(report["systems"]["sft-only"]["sections"]) == {"test", "external"}
+    dancer = report["systems"]["graphdancer-rl"]["sections"]["external"]["summary"]
+    assert dancer["questions"] == 2 and dancer["nonbool_questions"] == 1
+    assert sum(r["system"] == "graphdancer-rl" and r["section"] == "external" for r in report["records"]) == 2 * 2
     ext = report["systems"]["answer prior"]["sections"]["external"]["summary"]
     assert ext["questions"] == 2 and ext["em_nonbool"] == 0.0 and ext["nonbool_questions"] == 1
     pairs = {(p["a"], p["b"], p["section"]) for p in report["paired"]}

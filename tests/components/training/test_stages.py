@@ -168,11 +168,58 @@ def test_the_graphdancer_stage1_choice_fingerprints_only_graphdancer() -> None:
     from components.training.stages import GRAIN_CHECKPOINT, GRAPHCERT_GRPO, GRAPHDANCER_RL
 
     inputs = {"checkpoint": Artifact("checkpoints", "lab", "fp-ckpt", None)}
-    grpo, unset, ppo = (TrainConfig(preset="cpu-demo", dancer_stage1=s) for s in ("grpo", None, "ppo"))
-    assert GRAPHDANCER_RL.fingerprint(inputs, grpo) == GRAPHDANCER_RL.fingerprint(inputs, unset)
-    assert GRAPHDANCER_RL.fingerprint(inputs, ppo) != GRAPHDANCER_RL.fingerprint(inputs, unset)
-    for layer in (GRAPHCERT_GRPO, GRAIN_CHECKPOINT):
-        assert layer.fingerprint(inputs, ppo) == layer.fingerprint(inputs, unset)
+    unset = TrainConfig(preset="cpu-demo")
+    # GraphDancer as published by default: PPO in the Graph-CoT API, both named in its fingerprint
+    assert (unset.dancer_stage1, unset.dancer_environment) == ("ppo", "graph_cot")
+    assert unset.resolved()["dancer_stage1"] == "ppo" and unset.resolved()["dancer_env"] == "graph_cot"
+    ppo = TrainConfig(preset="cpu-demo", dancer_stage1="ppo", dancer_env="graph_cot")
+    assert GRAPHDANCER_RL.fingerprint(inputs, ppo) == GRAPHDANCER_RL.fingerprint(inputs, unset)
+    others = [
+        TrainConfig(preset="cpu-demo", dancer_stage1="grpo"),
+        TrainConfig(preset="cpu-demo", dancer_env="python_cypher"),
+    ]
+    for other in others:
+        assert GRAPHDANCER_RL.fingerprint(inputs, other) != GRAPHDANCER_RL.fingerprint(inputs, unset)
+        for layer in (GRAPHCERT_GRPO, GRAIN_CHECKPOINT):
+            assert layer.fingerprint(inputs, other) == layer.fingerprint(inputs, unset)
+    for wrong in ({"dancer_stage1": None}, {"dancer_stage1": "a2c"}, {"dancer_env": "cypher"}):
+        with pytest.raises(ValueError, match="dancer_"):
+            TrainConfig(preset="cpu-demo", **wrong)
+
+
+def test_graph_cot_warm_start_says_what_to_change_when_no_trajectory_fits(tmp_path: Path) -> None:
+    """GraphDancer's default environment needs teacher trajectories within its turn budget: the
+    error names the fix — the curriculum option when none exists, else the budget the shortest needs."""
+    from components.training.stages import graph_cot_warm_start
+
+    config = TrainConfig(preset="cpu-tiny", budgets={"dancer_turns": 3})
+    kw = {"data_fingerprint": "fp", "domain": "toy"}
+    bare = [{"question": "q", "answer": "a", "trajectory_json": None}]
+    with pytest.raises(ValueError, match=r"none has a teacher trajectory: set `curriculum: \{trajectories: true\}`"):
+        graph_cot_warm_start(tmp_path, bare, "unused", config, tmp_path / "out", **kw)
+    long = [{**bare[0], "trajectory_json": json.dumps({"rounds": [{}] * n})} for n in (6, 4)]
+    with pytest.raises(
+        ValueError, match="within 2 calls .* takes 4 calls: raise train.budgets.dancer_turns to at least 5"
+    ):
+        graph_cot_warm_start(tmp_path, bare + long, "unused", config, tmp_path / "out", **kw)
+    assert not (tmp_path / "out").exists()
+
+
+def test_ppo_critic_warmup_must_leave_the_policy_a_step() -> None:
+    """With PPO (the default) the critic-only warm-up must be shorter than stage 1; the CPU presets
+    warm the critic up for one step of their two (docs/training.md)."""
+    for preset in ("cpu-tiny", "cpu-demo"):
+        r = TrainConfig(preset=preset).resolved()
+        assert r["dancer_critic_warmup"] == 1 < r["dancer_steps"]
+    with pytest.raises(ValueError, match="dancer_critic_warmup .* must be below dancer_steps"):
+        TrainConfig(preset="cpu-tiny", budgets={"dancer_critic_warmup": 2})
+    with pytest.raises(ValueError, match="dancer_critic_warmup"):
+        TrainConfig(preset="cpu-learn", budgets={"dancer_steps": 2, "dancer_critic_warmup": 3})
+    # a shorter stage 1 than the preset's caps the preset's warm-up, so the policy still trains
+    assert TrainConfig(preset="cpu-demo", budgets={"dancer_steps": 1}).resolved()["dancer_critic_warmup"] == 0
+    assert TrainConfig(preset="cpu-learn", budgets={"dancer_steps": 3}).resolved()["dancer_critic_warmup"] == 1
+    # GRPO has no critic: the warm-up budget is not read
+    assert TrainConfig(preset="cpu-tiny", dancer_stage1="grpo", budgets={"dancer_critic_warmup": 2})
 
 
 def test_graphdancer_stage1_as_ppo_with_a_critic(tiny_model: Path, tmp_path: Path) -> None:
@@ -195,6 +242,7 @@ def test_graphdancer_stage1_as_ppo_with_a_critic(tiny_model: Path, tmp_path: Pat
         threads=1,
         precision="float32",
         dancer_stage1="ppo",
+        dancer_env="python_cypher",
         budgets={"rl_probe": 0, "dancer_critic_warmup": 1},
     )
     result = graphdancer_rl(
