@@ -87,7 +87,8 @@ def tables(report: dict[str, Any], reachable: set[str]) -> list[str]:
         "| system | EM [95 % CI] | non-boolean EM | F1 [95 % CI] | valid format | tool calls | questions × samples |"
     ]
     head.append("|---|---|---|---|---|---|---|")
-    records = [EvalRecord(**{k: v for k, v in r.items() if k != "outcome"}) for r in report["records"]]
+    fields = set(EvalRecord.__dataclass_fields__)  # a report record also carries derived keys (outcome, grounded)
+    records = [EvalRecord(**{k: v for k, v in r.items() if k in fields}) for r in report["records"]]
     lines: list[str] = []
     for section, title in (("test", "All test questions"), ("external", "External questions")):
         mine = [r for r in records if r.section == section]

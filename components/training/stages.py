@@ -83,11 +83,11 @@ METHODS: Final = {
     "graphcert-grpo": "GraphCert: multi-turn GRPO (TRL 1.16 `GRPOTrainer`, `rollout_func`) in the Python + Cypher "
     "sandbox with the graphcert reward R = a + 0.1·(1 − a)·e; environment tokens masked.",
     "graphdancer-rl": "GraphDancer stage 1 with the graphdancer reward over prompts drawn by the easy-to-hard "
-    "curriculum sampler p(t, k): GRPO (group-normalised advantages, TRL 1.16 `GRPOTrainer`; the default) or, "
-    "with `train.dancer_stage1: ppo`, the source's PPO with a critic (value head, token-level GAE over model "
-    "tokens, clipped policy and value losses, KL penalty to the frozen start; components/training/ppo.py); "
-    "Environment: the Python + Cypher sandbox from the Cypher warm start by default, or with "
-    "`train.dancer_env: graph_cot` the source's Graph-CoT function API from a Graph-CoT warm start. The notes "
+    "curriculum sampler p(t, k): the source's PPO with a critic (the default: value head, token-level GAE over "
+    "model tokens, clipped policy and value losses, KL penalty to the frozen start; components/training/ppo.py) "
+    "or, with `train.dancer_stage1: grpo`, GRPO (group-normalised advantages, TRL 1.16 `GRPOTrainer`); "
+    "Environment: the source's Graph-CoT function API from a Graph-CoT warm start by default, or with "
+    "`train.dancer_env: python_cypher` the Python + Cypher sandbox from the Cypher warm start. The notes "
     "below name the algorithm and environment that ran.",
     "graphdancer-warm-start": "GraphDancer's warm start in its own environment: SFT on Graph-CoT teacher "
     "trajectories (RetrieveNode, then NeighborCheck / NodeFeature / NodeDegree rounds executed for real, the "
