@@ -242,6 +242,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     config = CertifyConfig(
         judge=args.judge,
         judge_options={"model_dir": args.model} if args.model else {},
+        judge_stages=tuple(args.judge_stages),
         eval_questions=args.eval_questions,
         fault_sample=0,
         admit_partial_without_judge=args.admit_partial_without_judge,
@@ -611,10 +612,20 @@ def _parser() -> argparse.ArgumentParser:
     ce.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
     ce.add_argument("--candidates", required=True, help="JSONL of candidate records (see docs/certification.md)")
     ce.add_argument(
-        "--judge", choices=["off", "on"], default="off", help="run the two-stage semantic judge (local model)"
+        "--judge", choices=["off", "on"], default="off", help="run the semantic judge (local model)"
     )
     ce.add_argument(
-        "--model", default=None, help="judge model: a name (qwen2.5-coder-0.5b, …) or folder (default: SmolLM2)"
+        "--model",
+        default=None,
+        help="judge model: a name (qwen2.5-coder-1.5b, …) or folder (default: qwen2.5-coder-0.5b)",
+    )
+    ce.add_argument(
+        "--judge-stages",
+        nargs="+",
+        choices=["rederive", "review"],
+        default=["rederive", "review"],
+        help="the judge's stages, in order: rederive (its own query must give the same answer), "
+        "review (the two-stage review of the program and evidence); default both",
     )
     ce.add_argument(
         "--snapshot-fingerprint",

@@ -23,9 +23,10 @@ Script = Callable[[Sequence[ChatMessage], int], Reply]
 class ScriptedBackend:
     """Returns scripted replies and records every request.
 
-    ``replies`` is either a sequence (one reply per conversation / prompt, consumed in order) or
-    a :data:`Script`. A reply is a text or ``(text, stop_reason)``; with a stop string as the
-    reason the text is cut before it, as a real backend does. ``fail=True`` makes every call raise
+    ``replies`` is either a sequence (one reply per conversation / prompt — ``params.n`` per
+    conversation in chat mode — consumed in order) or a :data:`Script`. A reply is a text or
+    ``(text, stop_reason)``; with a stop string as the reason the text is cut before it, as a real
+    backend does. ``fail=True`` makes every call raise
     ``RuntimeError("backend down")`` (after recording the request).
 
     It satisfies :class:`~components.llm.base.GenerationBackend` (``generate`` on chat
@@ -96,11 +97,14 @@ class ScriptedBackend:
         self._record(conversations)
         out = []
         for conv in conversations:
-            text, stop = self._reply(conv)
-            stop = stop or "eos"
-            text = self._cut(text, stop)
-            used = self.completion_tokens
-            out.append([Generation(text, self.prompt_tokens, used(text) if callable(used) else used, stop)])
+            gens = []
+            for _ in range(max(1, params.n)):  # n completions: n replies, in order
+                text, stop = self._reply(conv)
+                stop = stop or "eos"
+                text = self._cut(text, stop)
+                used = self.completion_tokens
+                gens.append(Generation(text, self.prompt_tokens, used(text) if callable(used) else used, stop))
+            out.append(gens)
         return out
 
     def generate_ids(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[list[Generation]]:

@@ -38,6 +38,7 @@ from components.certify.faults import FAULTS
 from components.certify.incremental import candidate_key, candidate_reads
 from components.certify.judge import JUDGE_PROTOCOL, JudgeVerdict, SemanticJudge
 from components.certify.leakage import LeakageFilter, LeakageResult, build_lexicon, load_eval_questions
+from components.certify.rederive import Rederiver, judge_examples
 from components.cypher.features import features_json
 from components.options import checked_options
 from components.quizzer.candidate import QACandidate
@@ -63,6 +64,10 @@ __all__ = [
 
 ADMITTED_STATUSES: Final = ("strict", "partial")
 JUDGE_MODES: Final = ("off", "on")
+#: the judge's model when a domain names none: it writes Cypher for re-derivation
+DEFAULT_JUDGE_MODEL: Final = "qwen2.5-coder-0.5b"
+#: the judge's stages (:class:`CertifyConfig` ``judge_stages``), in the order they run
+JUDGE_STAGES: Final = ("rederive", "review")
 #: Rates published as metadata (0..1, over all candidates) that domain configs may bound.
 FUNNEL_RATES: Final = (
     "certified_rate",
@@ -81,9 +86,14 @@ class CertifyConfig:
     ``judge``: ``off`` admits the strict candidates unreviewed (the funnel shows the stage as
     skipped and the partial candidates it holds back) — the CPU default, since a 135M-parameter
     judge is noise; ``admit_partial_without_judge: true`` admits the partial ones too. ``on``
-    runs the two-stage judge — ``judge_model`` (a registered name or a local folder, as the
-    quizzer's ``model``; default SmolLM2) on ``judge_backend`` / ``judge_options`` (as the
-    quizzer's backends) — and admits only accepted candidates. ``eval_questions``: a JSONL
+    runs the judge — ``judge_model`` (a registered name or a local folder, as the quizzer's
+    ``model``; default :data:`DEFAULT_JUDGE_MODEL`, a general code model from the registry, so the
+    judge works on a graph it never saw) on ``judge_backend`` / ``judge_options`` (as the
+    quizzer's backends) — and admits only accepted candidates. ``judge_stages``: which of the
+    judge's stages run, in order — ``rederive`` (the judge model writes its own query for the
+    question, ``judge_samples`` times, and its answer must agree with the candidate's:
+    :mod:`components.certify.rederive`) and ``review`` (the two-stage review of the candidate's
+    program and evidence); both by default. ``eval_questions``: a JSONL
     evaluation set for the leakage filter (relative paths are resolved against the domain YAML).
     ``bands``: ``{rate: [min, max]}`` for the funnel-rate checks (rates of :data:`FUNNEL_RATES`). ``fault_sample``:
     certified items per fault type in the accuracy report (0 skips it).
@@ -94,6 +104,8 @@ class CertifyConfig:
     judge_backend: str = "transformers"
     judge_options: Mapping[str, Any] = field(default_factory=dict)
     judge_max_new_tokens: int = 256
+    judge_stages: Sequence[str] = ("rederive", "review")
+    judge_samples: int = 3
     eval_questions: str | None = None
     bands: Mapping[str, Sequence[float]] = field(default_factory=dict)
     fault_sample: int = 12
@@ -110,6 +122,14 @@ class CertifyConfig:
                 raise ValueError(f"band for {rate} must be [min, max] with 0 <= min <= max <= 1, not {band!r}")
         if self.fault_sample < 0:
             raise ValueError("fault_sample must be >= 0")
+        stages = tuple(self.judge_stages) if isinstance(self.judge_stages, (list, tuple)) else ()
+        if not stages or any(s not in JUDGE_STAGES for s in stages) or len(set(stages)) != len(stages):
+            raise ValueError(
+                f"judge_stages must be a non-empty list of {list(JUDGE_STAGES)}, not {self.judge_stages!r}"
+            )
+        object.__setattr__(self, "judge_stages", stages)
+        if type(self.judge_samples) is not int or self.judge_samples < 1:
+            raise ValueError(f"judge_samples must be a positive integer, not {self.judge_samples!r}")
         if not isinstance(self.admit_partial_without_judge, bool):
             raise ValueError("admit_partial_without_judge must be true or false")
 
@@ -126,18 +146,25 @@ class CertifyConfig:
         return cls(**raw)
 
     def judge_kwargs(self) -> dict[str, Any]:
-        """The judge backend's options, ``judge_model`` as its ``model_dir`` (local backends)."""
+        """The judge backend's options, ``judge_model`` as its ``model_dir`` (local backends;
+        :data:`DEFAULT_JUDGE_MODEL` when neither names one)."""
         opts = dict(self.judge_options)
-        if self.judge_model is not None and self.judge_backend != "openai":
-            opts["model_dir"] = self.judge_model
+        if self.judge_backend != "openai":
+            if self.judge_model is not None:
+                opts["model_dir"] = self.judge_model
+            opts.setdefault("model_dir", DEFAULT_JUDGE_MODEL)
         return opts
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             **asdict(self),
             "judge_options": dict(self.judge_options),
+            "judge_stages": list(self.judge_stages),
             "bands": {k: list(v) for k, v in self.bands.items()},
         }
+        if self.judge == "off":  # how an unused judge would run identifies nothing
+            del out["judge_stages"], out["judge_samples"]
+        return out
 
 
 def certify_params(config: CertifyConfig) -> dict[str, Any]:
@@ -298,7 +325,23 @@ def run_certification(
             t0 = time.perf_counter()
             llm = make_backend(config.judge_backend, **config.judge_kwargs())
             try:
-                judge = SemanticJudge(llm, max_new_tokens=config.judge_max_new_tokens, seed=config.seed)
+                rederiver = None
+                if "rederive" in config.judge_stages:
+                    rederiver = Rederiver(
+                        llm,
+                        path,
+                        schema,
+                        judge_examples(path, schema, seed=config.seed),
+                        k=config.judge_samples,
+                        seed=config.seed,
+                    )
+                judge = SemanticJudge(
+                    llm,
+                    max_new_tokens=config.judge_max_new_tokens,
+                    seed=config.seed,
+                    rederiver=rederiver,
+                    review="review" in config.judge_stages,
+                )
                 got = judge.judge([candidates[i] for i in certified_idx])
             finally:
                 llm.close()

@@ -1,4 +1,5 @@
-"""The two-stage semantic judge, run by a local model through
+"""The semantic judge: re-derivation first (:mod:`components.certify.rederive`, when given a
+:class:`~components.certify.rederive.Rederiver`), then the two-stage review, run by a local model through
 :class:`~components.llm.base.GenerationBackend` — the same interface as the Quizzer, separate calls.
 
 **What the judge sees** is built by :meth:`JudgeInput.from_candidate` and nothing else: the
@@ -27,8 +28,13 @@ reasoning cut at ``max_new_tokens`` — is continued once from ``VERDICT:`` (an 
 few greedy tokens; ``ask_verdict=True``, the default), so a judge that ran out of room still
 decides instead of counting as ``uncertain``. The stages asked are listed in ``asked``.
 
-**Combination**: ``reject`` if either stage rejects; ``accept`` only if both accept; otherwise
-``uncertain``. A backend failure makes every verdict of that call ``uncertain`` with ``error`` set.
+**Combination**: the review's verdict is ``reject`` if either stage rejects, ``accept`` only if
+both accept, otherwise ``uncertain`` (:func:`combine_verdicts`). With re-derivation on, it runs
+first on every candidate; the review is asked only where re-derivation accepted
+(``short_circuit``), and the final verdict is :func:`final_verdict` of the two: ``reject`` if
+either rejects, ``accept`` only if both accept, else ``uncertain`` (a candidate no derivation
+could answer is never accepted). ``review=False`` leaves re-derivation alone. A backend failure
+makes every verdict of that call ``uncertain`` with ``error`` set.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ __all__ = [
     "JudgeVerdict",
     "SemanticJudge",
     "combine_verdicts",
+    "final_verdict",
     "judge_messages",
     "parse_verdict",
 ]
@@ -56,7 +63,7 @@ __all__ = [
 JUDGE_VERDICTS: Final = ("accept", "reject", "uncertain")
 #: what the judge asks and how (prompts, stages, the verdict follow-up): part of the certified
 #: dataset's fingerprint when the judge is on, so a changed protocol re-judges
-JUDGE_PROTOCOL: Final = 2
+JUDGE_PROTOCOL: Final = 3
 #: the assistant prefix a stage reply without a verdict line is continued from
 VERDICT_PREFIX: Final = "\n\nVERDICT:"
 
@@ -94,6 +101,22 @@ def combine_verdicts(stage1: str, stage2: str) -> str:
     if stage1 == "accept" and stage2 == "accept":
         return "accept"
     return "uncertain"
+
+
+def final_verdict(rederive: str, review: str) -> str:
+    """The judge's verdict from re-derivation's (``off`` when not run) and the review's (``off``
+    when not run, ``skipped`` when not asked): ``reject`` if either rejects; ``accept`` only if
+    every stage that ran accepts; otherwise ``uncertain``.
+
+    >>> final_verdict("accept", "accept"), final_verdict("off", "accept"), final_verdict("accept", "off")
+    ('accept', 'accept', 'accept')
+    >>> final_verdict("uncertain", "skipped"), final_verdict("reject", "skipped"), final_verdict("off", "off")
+    ('uncertain', 'reject', 'uncertain')
+    """
+    if "reject" in (rederive, review):
+        return "reject"
+    ran = [v for v in (rederive, review) if v != "off"]
+    return "accept" if ran and all(v == "accept" for v in ran) else "uncertain"
 
 
 def _cell(value: Any) -> Any:
@@ -236,18 +259,29 @@ class JudgeVerdict:
     """The judge's outcome for one candidate."""
 
     verdict: str  # accept | reject | uncertain
-    stage1: str  # accept | reject | uncertain
-    stage2: str  # accept | reject | uncertain | skipped
+    stage1: str  # accept | reject | uncertain | skipped (re-derivation did not accept) | off
+    stage2: str  # accept | reject | uncertain | skipped | off
     stage1_text: str = ""
     stage2_text: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     error: str | None = None
     asked: list[int] = field(default_factory=list)  # stages whose verdict was asked for (no verdict line)
+    rederive: str = "off"  # re-derivation's verdict: accept | reject | uncertain | off
+    rederivation: dict[str, Any] | None = None  # RederiveVerdict.to_json(): derivations, own answer
+
+    @property
+    def review(self) -> str:
+        """The two-stage review's verdict (``off`` / ``skipped`` when it was not asked)."""
+        if self.stage1 in ("off", "skipped"):
+            return self.stage1
+        return combine_verdicts(self.stage1, self.stage2)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
+            "rederive": self.rederive,
+            "rederivation": self.rederivation,
             "stage1": self.stage1,
             "stage2": self.stage2,
             "stage1_text": self.stage1_text,
@@ -261,8 +295,9 @@ class JudgeVerdict:
 
 @dataclass
 class SemanticJudge:
-    """Runs both stages over a batch of candidates: ``judge(candidates) -> list[JudgeVerdict]``
-    (input order). Greedy decoding by default (``temperature=0``)."""
+    """Runs the judge over a batch of candidates: ``judge(candidates) -> list[JudgeVerdict]``
+    (input order): re-derivation first when ``rederiver`` is given, then the two-stage review
+    (``review=True``; greedy decoding by default, ``temperature=0``)."""
 
     backend: GenerationBackend
     max_new_tokens: int = 384
@@ -271,9 +306,13 @@ class SemanticJudge:
     preview_rows: int = 5
     short_circuit: bool = True
     ask_verdict: bool = True
+    rederiver: Any = None  # a components.certify.rederive.Rederiver: the first stage
+    review: bool = True
     _params: SamplingParams = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.rederiver is None and not self.review:
+            raise ValueError("a judge needs re-derivation, the review or both")
         self._params = SamplingParams(
             max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed, n=1
         )
@@ -311,21 +350,42 @@ class SemanticJudge:
             return [("", 0, 0)] * len(inputs), asked, f"stage {stage}: {type(exc).__name__}: {exc}"[:2000]
 
     def judge(self, candidates: Sequence[Any]) -> list[JudgeVerdict]:
-        inputs = [JudgeInput.from_candidate(c, preview_rows=self.preview_rows) for c in candidates]
-        s1, asked1, err1 = self._run(inputs, 1)
+        rederived = self.rederiver.rederive(candidates) if self.rederiver is not None else None
         verdicts = [
             JudgeVerdict(
                 "uncertain",
-                parse_verdict(t),
-                "skipped",
-                stage1_text=t,
-                prompt_tokens=p,
-                completion_tokens=c,
-                error=err1,
-                asked=[1] if a else [],
+                "off",
+                "off",
+                rederive=rd.verdict if rd is not None else "off",
+                rederivation=rd.to_json() if rd is not None else None,
+                prompt_tokens=rd.prompt_tokens if rd is not None else 0,
+                completion_tokens=rd.completion_tokens if rd is not None else 0,
+                error=rd.error if rd is not None else None,
             )
-            for (t, p, c), a in zip(s1, asked1, strict=True)
+            for rd in (rederived if rederived is not None else [None] * len(candidates))
         ]
+        if self.review:
+            asked_for = [
+                i for i, v in enumerate(verdicts) if not (self.short_circuit and v.rederive in ("reject", "uncertain"))
+            ]
+            for i in set(range(len(verdicts))) - set(asked_for):
+                verdicts[i].stage1 = verdicts[i].stage2 = "skipped"
+            self._review([candidates[i] for i in asked_for], [verdicts[i] for i in asked_for])
+        for v in verdicts:
+            v.verdict = final_verdict(v.rederive, v.review)
+        return verdicts
+
+    def _review(self, candidates: Sequence[Any], verdicts: Sequence[JudgeVerdict]) -> None:
+        """The two stages over ``candidates``, written into their ``verdicts``."""
+        inputs = [JudgeInput.from_candidate(c, preview_rows=self.preview_rows) for c in candidates]
+        s1, asked1, err1 = self._run(inputs, 1)
+        for v, (t, p, c), a in zip(verdicts, s1, asked1, strict=True):
+            v.stage1, v.stage2, v.stage1_text = parse_verdict(t), "skipped", t
+            v.prompt_tokens += p
+            v.completion_tokens += c
+            v.asked += [1] if a else []
+            if err1:
+                v.error = f"{v.error}; {err1}" if v.error else err1
         todo = [i for i, v in enumerate(verdicts) if not (self.short_circuit and v.stage1 == "reject")]
         s2, asked2, err2 = self._run([inputs[i] for i in todo], 2)
         for i, (t, p, c), a in zip(todo, s2, asked2, strict=True):
@@ -336,6 +396,3 @@ class SemanticJudge:
             v.asked += [2] if a else []
             if err2:
                 v.error = f"{v.error}; {err2}" if v.error else err2
-        for v in verdicts:
-            v.verdict = combine_verdicts(v.stage1, v.stage2)
-        return verdicts

@@ -215,6 +215,10 @@ def test_config_validation_and_fingerprint(tmp_path: Path) -> None:
         ({"bands": {"admitted_rate": [0.9, 0.1]}}, "band"),
         ({"colour": 1}, "unknown certify"),
         ({"fault_sample": -1}, "fault_sample"),
+        ({"judge_stages": ["rederive", "vibes"]}, "judge_stages"),
+        ({"judge_stages": []}, "judge_stages"),
+        ({"judge_stages": "review"}, "judge_stages"),
+        ({"judge_samples": 0}, "judge_samples"),
     ):
         with pytest.raises(ValueError, match=match):
             CertifyConfig.from_dict(bad)
@@ -235,3 +239,10 @@ def test_config_validation_and_fingerprint(tmp_path: Path) -> None:
     ev.write_text('{"question": "c", "answer": "d"}\n')  # a changed eval set is a new dataset
     assert fingerprint("cands", cfg) != a
     assert fingerprint("cands", CertifyConfig(judge="on")) != fingerprint("cands", CertifyConfig())
+    # how the judge runs identifies the dataset only when it runs
+    on = fingerprint("cands", CertifyConfig(judge="on"))
+    assert fingerprint("cands", CertifyConfig(judge="on", judge_stages=["review"])) != on
+    assert fingerprint("cands", CertifyConfig(judge="on", judge_samples=5)) != on
+    assert fingerprint("cands", CertifyConfig(judge_samples=5)) == fingerprint("cands", CertifyConfig())
+    assert CertifyConfig.from_dict({"judge_stages": ["review", "rederive"]}).judge_stages == ("review", "rederive")
+    assert CertifyConfig(judge="on").judge_kwargs()["model_dir"] == "qwen2.5-coder-0.5b"  # a general registered model
