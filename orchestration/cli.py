@@ -611,9 +611,7 @@ def _parser() -> argparse.ArgumentParser:
     ce = sub.add_parser("certify", help="certify a JSONL of candidates (one JSON line per candidate)")
     ce.add_argument("--db", required=True, help="Ladybug folder or bolt:// / neo4j:// URI")
     ce.add_argument("--candidates", required=True, help="JSONL of candidate records (see docs/certification.md)")
-    ce.add_argument(
-        "--judge", choices=["off", "on"], default="off", help="run the semantic judge (local model)"
-    )
+    ce.add_argument("--judge", choices=["off", "on"], default="off", help="run the semantic judge (local model)")
     ce.add_argument(
         "--model",
         default=None,

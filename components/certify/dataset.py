@@ -84,11 +84,12 @@ class CertifyConfig:
     """How a domain's candidates are certified (a domain YAML's ``certify:``).
 
     ``judge``: ``off`` admits the strict candidates unreviewed (the funnel shows the stage as
-    skipped and the partial candidates it holds back) — the CPU default, since a 135M-parameter
-    judge is noise; ``admit_partial_without_judge: true`` admits the partial ones too. ``on``
-    runs the judge — ``judge_model`` (a registered name or a local folder, as the quizzer's
-    ``model``; default :data:`DEFAULT_JUDGE_MODEL`, a general code model from the registry, so the
-    judge works on a graph it never saw) on ``judge_backend`` / ``judge_options`` (as the
+    skipped and the partial candidates it holds back) — the default, since no judge model that
+    runs on a CPU meets the judge's targets yet (docs/certification.md);
+    ``admit_partial_without_judge: true`` admits the partial ones too. ``on`` runs the judge —
+    ``judge_model`` (a registered name or a local folder, as the quizzer's ``model``; default
+    :data:`DEFAULT_JUDGE_MODEL`, a general code model from the registry, so the judge works on a
+    graph it never saw) on ``judge_backend`` / ``judge_options`` (as the
     quizzer's backends) — and admits only accepted candidates. ``judge_stages``: which of the
     judge's stages run, in order — ``rederive`` (the judge model writes its own query for the
     question, ``judge_samples`` times, and its answer must agree with the candidate's:

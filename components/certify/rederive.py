@@ -28,7 +28,8 @@ bound, in the order the question names them.
 for an entity or a set — ``name, score`` ordered — and the last one for a number or a yes/no):
 a *boolean* is one row whose cell is a boolean (a number: > 0); a *number* is one row whose cell
 is a number; a *set* is one row holding a list, or the column's distinct values over the rows; an
-*entity* is the one distinct value of the column. An empty result, ``NULL`` or a result that does
+*entity* is the one distinct value of the column (a yes/no value is never a member or an entity).
+An empty result, ``NULL`` or a result that does
 not read as the type gives no answer.
 
 **Verdict** (:func:`decide`) over the ``k`` derivations: those with an answer are *executable*;
@@ -319,6 +320,8 @@ def read_result(result: Any, answer_type: str) -> tuple[Any, str]:
     if answer_type == "set":
         if len(values) == 1 and isinstance(values[0], (list, tuple)):
             values = list(values[0])
+        if any(isinstance(v, bool) for v in values):
+            return None, "a yes/no value for a set question"
         members = sorted({str(v) for v in values if v is not None})
         return (members, "") if members or values == [] else (None, "only NULL members")
     distinct = {json.dumps(v, sort_keys=True, default=str) for v in values}
@@ -337,7 +340,7 @@ def read_result(result: Any, answer_type: str) -> tuple[Any, str]:
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return None, f"{type(v).__name__} for a number question"
         return v, ""
-    if isinstance(v, (list, tuple, dict)):
+    if isinstance(v, (list, tuple, dict, bool)):
         return None, f"{type(v).__name__} for an entity question"
     return v, ""
 

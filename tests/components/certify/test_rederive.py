@@ -85,6 +85,8 @@ def test_parse_derivation() -> None:
         (("answer",), (("Ann",), ("Bo",)), "entity", None),  # two entities for one
         (("answer",), (), "number", None),
         (("answer",), ((None,),), "entity", None),
+        (("answer",), ((True,),), "set", None),  # a yes/no is not a set of names
+        (("answer",), ((False,),), "entity", None),
     ],
 )
 def test_read_result_by_type(columns, rows, answer_type, value) -> None:
@@ -213,3 +215,38 @@ def test_the_real_qwen_accepts_a_correct_item_rejects_a_swapped_question_and_is_
     assert rd[1].verdict == "reject", rd[1].to_json()
     assert rd[1].derived is not None and rd[1].derived != rd[0].derived
     assert cut.verdict == "uncertain" and cut.derivations[0].status == "no_query"
+
+
+def test_certification_with_the_judge_on_keeps_each_candidates_derivations(tmp_path_factory) -> None:
+    """`certify.judge: on` runs re-derivation then the review (a tiny random model on the real
+    graph): every certified row's judge record holds its derivations, and a random model's
+    derivations never admit anything."""
+    import json
+
+    from components.certify.dataset import CertifyConfig, run_certification
+    from components.graph.load import load_graph
+    from components.graph.sources.demo import generate
+    from components.llm import tiny_random_model
+    from components.quizzer.template import TemplateQuizzer
+
+    root = tmp_path_factory.mktemp("judged")
+    load_graph(generate("academic", seed=0, scale=120), root / "db")
+    from components.cypher.query_path import ReadOnlyQueryPath
+    from components.graph.ladybug import LadybugBackend
+
+    backend = LadybugBackend(root / "db")
+    schema = backend.schema()
+    cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=0).generate(3)
+    backend.close()
+    model = tiny_random_model(root / "m", seed=0)
+    config = CertifyConfig(
+        judge="on", judge_options={"model_dir": str(model), "threads": 1}, judge_samples=2, fault_sample=0
+    )
+    run = run_certification(cands, str(root / "db"), config, claim_current=True)
+    judged = [r for r in run.rows if r["verdict"] not in ("skipped", "not_judged")]
+    assert judged
+    for row in judged:
+        record = json.loads(row["judge_json"])
+        assert len(record["rederivation"]["derivations"]) == 2
+        assert record["rederive"] in ("reject", "uncertain") and row["verdict"] in ("reject", "uncertain")
+        assert not row["admitted"]
