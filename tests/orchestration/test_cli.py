@@ -355,10 +355,19 @@ def test_certify_with_the_judge_on_a_tiny_model(academic_db: Path, tmp_path: Pat
         capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--judge", "on", "--model", str(model)
     )
     assert code == 0 and len(out) == 2
+    for o in out:  # re-derivation first: a random model writes no query, so no review is asked
+        assert o["verdict"] in {"reject", "uncertain"} and not o["admitted"]
+        assert o["judge"]["rederive"] in {"reject", "uncertain"} and len(o["judge"]["rederivation"]["derivations"]) == 3
+        assert o["judge"]["stage1"] == "skipped"
+    code, out, _ = _run(
+        capsys, "certify", "--db", str(academic_db), "--candidates", str(cands), "--judge", "on", "--model", str(model),
+        "--judge-stages", "review",
+    )  # fmt: skip
+    assert code == 0 and len(out) == 2
     for o in out:
         assert o["verdict"] in {"accept", "reject", "uncertain"}
         assert o["admitted"] == (o["verdict"] == "accept")
-        assert o["judge"]["stage1"] in {"accept", "reject", "uncertain"}
+        assert o["judge"]["stage1"] in {"accept", "reject", "uncertain"} and o["judge"]["rederive"] == "off"
 
 
 def test_an_external_qa_record_with_only_the_documented_fields_certifies(
