@@ -9,7 +9,14 @@ import dagster as dg
 from assets.artifacts import artifact_output, layer_asset, materialize_asset, reads
 from assets.metadata import counts_table, md_table, records_table
 from assets.resources import ArtifactStore
-from components.certify.dataset import CERTIFIED_DATASET, FUNNEL_RATES, CertifyConfig, funnel_chart, read_certified
+from components.certify.dataset import (
+    CERTIFIED_DATASET,
+    FUNNEL_RATES,
+    CertifyConfig,
+    funnel_chart,
+    read_certified,
+    source_chart,
+)
 from components.certify.quality import cached_check, leakage_in_admitted, reverify_admitted, run_expectations
 from components.store.artifact import Artifact
 
@@ -25,6 +32,21 @@ FAULT_COLUMNS = (
     + [(c, "int") for c in ("injected", "hard_failures", "partial", "strict")]
     + [(c, "float") for c in ("recall", "reason_recall", "precision")]
 )
+SOURCE_COLUMNS = [("source", "string"), ("kind", "string")] + [
+    (c, "int")
+    for c in (
+        "candidates",
+        "hard_failure",
+        "strict",
+        "partial",
+        "judge_accept",
+        "judge_reject",
+        "judge_uncertain",
+        "judge_skipped",
+        "leaked",
+        "admitted",
+    )
+]
 GX_COLUMNS = [(c, "string") for c in ("expectation", "column", "condition")] + [
     ("success", "bool"),
     ("unexpected_count", "int"),
@@ -61,6 +83,9 @@ def _metadata(art: Artifact, config: CertifyConfig) -> dict:
     out.update(
         funnel=counts_table(dict(s["funnel"]), "stage"), funnel_chart=dg.MetadataValue.md(funnel_chart(s["funnel"]))
     )
+    by_source = s.get("funnel_by_source") or []
+    out.update(funnel_by_source=records_table(by_source, SOURCE_COLUMNS))
+    out.update(funnel_by_source_chart=dg.MetadataValue.md(source_chart(by_source)))
     out.update({rate: float(s["rates"][rate]) for rate in FUNNEL_RATES})
     out.update(judge=config.judge, judge_error=s.get("judge_error") or "", wall_s=dg.MetadataValue.json(wall))
     out["leakage"] = dg.MetadataValue.json(s.get("leakage") or {"note": "no evaluation set configured"})

@@ -46,6 +46,9 @@ def _candidates_metadata(art: Artifact) -> dict:
     out["failure_reasons"] = counts_table(s["failure_reasons"], "reason")
     out.update(requested_axes=dg.MetadataValue.json(s["by_axes"]), wall_s=dg.MetadataValue.json(s["wall_s"]))
     out["llm_tokens_per_s"] = s["llm_tokens_per_s"] or 0.0
+    if s.get("noise"):  # a noisy pool: how many candidates came from each source, and which faults
+        out.update(pool_by_source=counts_table(s["noise"]["by_source"], "source"))
+        out.update(pool_composition=dg.MetadataValue.json(s["noise"]))
     return out
 
 

@@ -307,6 +307,17 @@ def _funnel(stages: Sequence[Sequence[Any]]) -> str:
     return " → ".join(parts)
 
 
+def _sources(by_source: Sequence[dict]) -> str:
+    """A noisy pool's funnel by source on one line (empty for a pool without noise)."""
+    from components.certify.dataset import source_totals
+
+    totals = source_totals(by_source)
+    if set(totals) <= {"template", "llm", "external"}:
+        return ""
+    parts = [f"{s} {t['admitted']}/{t['candidates']}" for s, t in totals.items()]
+    return "admitted by source: " + ", ".join(parts)
+
+
 def _artifact(instance: dg.DagsterInstance, store: Any, key: dg.AssetKey, run_id: str) -> Any:
     from assets.artifacts import lineage_fingerprint
     from components.store.artifact import Artifact
@@ -363,6 +374,9 @@ def summary_lines(domain: str, outcome: RunOutcome, instance: dg.DagsterInstance
             lines += textwrap.wrap(
                 "funnel: " + _funnel(cert.summary["funnel"]), 110, initial_indent="  ", subsequent_indent="          "
             )
+            sources = _sources(cert.summary.get("funnel_by_source") or [])
+            if sources:
+                lines += textwrap.wrap(sources, 110, initial_indent="  ", subsequent_indent="          ")
     for asset, rows_key, cols in (
         ("eval_reports", "systems", ("EM", "EM non-bool", "grounded EM")),
         ("eval_reports", "external_systems", ("EM", "EM non-bool", "grounded EM")),

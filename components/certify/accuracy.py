@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from components.certify.certifier import certify_many
-from components.certify.faults import FAULTS, SNAPSHOT_FAULT, inject
+from components.certify.faults import FAULTS, SNAPSHOT_FAULT, inject, sandbox_runner
 from components.graph.schema import GraphSchema
 from components.quizzer.candidate import QACandidate
-from components.quizzer.final import run_final_program
 from components.tools.sandbox import SandboxLimits, SandboxServer
 
 __all__ = ["THRESHOLDS", "AccuracyReport", "FaultStats", "fault_accuracy"]
@@ -165,12 +164,7 @@ def fault_accuracy(
     batch: list[QACandidate] = list(pool)
     labels: list[str | None] = [None] * len(pool)
     with SandboxServer(limits or SandboxLimits()) as server:
-
-        def runner(program: str, episode: str) -> Any:
-            return run_final_program(
-                query_path, schema, program, limits=server.limits, episode_id=episode, server=server
-            )
-
+        runner = sandbox_runner(query_path, schema, server)
         for name, spec in FAULTS.items():
             made = 0
             for i in order:

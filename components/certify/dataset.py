@@ -55,7 +55,10 @@ __all__ = [
     "build_certified_dataset",
     "certify_params",
     "funnel",
+    "funnel_by_source",
     "funnel_chart",
+    "source_chart",
+    "source_totals",
     "funnel_rates",
     "read_certified",
     "run_certification",
@@ -440,7 +443,13 @@ def build_certified_dataset(
         ctx,
         path=table,
         counts={"candidates": len(run.rows), "admitted": n_admitted},
-        summary={"funnel": funnel(run.rows), "rates": funnel_rates(run.rows), "snapshot_parts": parts, **report},
+        summary={
+            "funnel": funnel(run.rows),
+            "funnel_by_source": funnel_by_source(run.rows),
+            "rates": funnel_rates(run.rows),
+            "snapshot_parts": parts,
+            **report,
+        },
     )
 
 
@@ -477,6 +486,65 @@ def funnel(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     out.append(("leakage_dropped", sum(bool(r["leaked"]) for r in passed_judge)))
     out.append(("admitted", sum(bool(r["admitted"]) for r in rows)))
     return out
+
+
+def funnel_by_source(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The funnel per source of a noisy pool (:func:`components.quizzer.noisy.pool_label`): one
+    row per ``(source, kind)`` with its candidates, hard failures, strict, partial, judge accept /
+    reject / uncertain, leakage drops and admitted — what certification removed of each kind of
+    noise and what it let through. A pool made without noise has one row per quizzer."""
+    from components.quizzer.noisy import NOISE_SOURCES, pool_label
+
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(pool_label(r), []).append(r)
+    rank = {s: i for i, s in enumerate(NOISE_SOURCES)}
+    out = []
+    for (source, kind), part in sorted(groups.items(), key=lambda g: (rank.get(g[0][0], len(rank)), g[0][1])):
+        status = Counter(r["status"] for r in part)
+        verdict = Counter(r["verdict"] for r in part)
+        out.append(
+            {
+                "source": source,
+                "kind": kind,
+                "candidates": len(part),
+                "hard_failure": status["hard_failure"],
+                "strict": status["strict"],
+                "partial": status["partial"],
+                **{f"judge_{v}": verdict[v] for v in ("accept", "reject", "uncertain", "skipped")},
+                "leaked": sum(bool(r["leaked"]) for r in part),
+                "admitted": sum(bool(r["admitted"]) for r in part),
+            }
+        )
+    return out
+
+
+def source_totals(by_source: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """:func:`funnel_by_source` rows summed per source: ``{source: {candidates, hard_failure,
+    strict, partial, admitted}}`` in the order the rows come."""
+    out: dict[str, dict[str, int]] = {}
+    for r in by_source:
+        total = out.setdefault(r["source"], dict.fromkeys(_TOTALS, 0))
+        for key in _TOTALS:
+            total[key] += int(r[key])
+    return out
+
+
+_TOTALS: Final = ("candidates", "hard_failure", "strict", "partial", "admitted")
+
+
+def source_chart(by_source: Sequence[Mapping[str, Any]], width: int = 30) -> str:
+    """Per source of a pool, its candidates as a bar: admitted (``█``) and removed (``░``) —
+    a Markdown text chart beside :func:`funnel_chart`."""
+    totals = source_totals(by_source)
+    top = max((t["candidates"] for t in totals.values()), default=0) or 1
+    lines = ["```text"]
+    for source, t in totals.items():
+        kept = round(width * t["admitted"] / top)
+        removed = round(width * t["candidates"] / top) - kept
+        lines.append(f"{source:<11} {'█' * kept}{'░' * removed} {t['admitted']} of {t['candidates']} admitted")
+    lines.append("```")
+    return "\n".join(lines)
 
 
 def funnel_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:

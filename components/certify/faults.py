@@ -66,7 +66,17 @@ from components.quizzer.candidate import QACandidate, format_answer
 from components.quizzer.final import answers_agree, normalise_answer
 from components.tools.traced import query_orders, result_hash
 
-__all__ = ["FAULTS", "OUTCOMES", "SNAPSHOT_FAULT", "Fault", "Runner", "inject", "replace_print", "rerun_as"]
+__all__ = [
+    "FAULTS",
+    "OUTCOMES",
+    "SNAPSHOT_FAULT",
+    "Fault",
+    "Runner",
+    "inject",
+    "replace_print",
+    "rerun_as",
+    "sandbox_runner",
+]
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +118,17 @@ class Fault:
         if self.outcome == "partial":
             return bool(set(reasons) & self.expected)
         return True
+
+
+def sandbox_runner(query_path: Any, schema: GraphSchema, server: Any) -> Runner:
+    """A :data:`Runner` whose sandboxes are children of ``server`` (a running
+    :class:`~components.tools.sandbox.SandboxServer`)."""
+    from components.quizzer.final import run_final_program
+
+    def runner(program: str, episode: str) -> Any:
+        return run_final_program(query_path, schema, program, limits=server.limits, episode_id=episode, server=server)
+
+    return runner
 
 
 def _traced_records(c: QACandidate) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from components.options import checked_options
 from components.quizzer.candidate import QACandidate
 from components.quizzer.llm_quizzer import LLMQuizzer, LLMQuizzerConfig
+from components.quizzer.noisy import NoiseConfig
 from components.quizzer.template import TemplateQuizzer
 from components.store.artifact import Artifact, BuildContext, Layer
 from components.store.fingerprint import write_parquet
@@ -56,6 +57,9 @@ class QuizConfig:
     #: rewrite every template question into fluent English with ``model`` (checked; see
     #: components/quizzer/paraphrase.py)
     paraphrase: bool = False
+    #: a noisy pool: shares of the template candidates replaced by faults and changed questions
+    #: (:class:`~components.quizzer.noisy.NoiseConfig`; none by default)
+    noise: Mapping[str, Any] = field(default_factory=dict)
     backend: str = "transformers"
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     llm: Mapping[str, Any] = field(default_factory=dict)
@@ -68,10 +72,24 @@ class QuizConfig:
             raise ValueError(f"unknown llm quizzer options {sorted(bad_llm)}")
         config = cls(**raw)
         config.llm_config()  # its values are checked when the YAML is read, not when the quizzer runs
+        config.noise_config()
         return config
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "backend_options": dict(self.backend_options), "llm": dict(self.llm)}
+        return {
+            **asdict(self),
+            "backend_options": dict(self.backend_options),
+            "llm": dict(self.llm),
+            "noise": dict(self.noise),
+        }
+
+    def noise_config(self) -> NoiseConfig:
+        return NoiseConfig(**checked_options(NoiseConfig, self.noise, "quiz.noise"))
+
+    @property
+    def needs_model(self) -> bool:
+        """Whether a run loads the quizzer's model (LLM episodes or paraphrases)."""
+        return self.llm_n > 0 or self.paraphrase or self.noise_config().paraphrase > 0
 
     def backend_kwargs(self) -> dict[str, Any]:
         """The backend's options, ``model`` as its ``model_dir`` (local backends)."""
@@ -89,7 +107,7 @@ def model_identity(config: QuizConfig) -> dict[str, Any]:
     and SHA-256, a local folder's config and weight files, an endpoint's URL and model id."""
     from components.llm.registry import model_identity as identity
 
-    if config.llm_n <= 0 and not config.paraphrase:
+    if not config.needs_model:
         return {}
     opts = config.backend_kwargs()
     if config.backend == "openai":
@@ -112,6 +130,7 @@ class QuizRun:
     candidates: list[QACandidate]
     wall_s: dict[str, float]  # per quizzer kind, model and tool time included
     paraphrase: dict[str, Any] = field(default_factory=dict)  # the paraphrase step's counts
+    noise: dict[str, Any] = field(default_factory=dict)  # a noisy pool's composition
 
 
 def run_quiz(
@@ -124,7 +143,8 @@ def run_quiz(
     """Run the configured quizzers on one graph; candidates come back in a fixed order
     (template first, then LLM), every failure recorded on its candidate. Each candidate's
     ``meta["snapshot_fingerprint"]`` names the graph it was made on (computed when not given),
-    so certification can detect a changed snapshot."""
+    so certification can detect a changed snapshot. With ``noise`` the template candidates are
+    then made into a noisy pool (:mod:`components.quizzer.noisy`)."""
     from components.cypher.query_path import ReadOnlyQueryPath
     from components.graph import open_backend
 
@@ -140,28 +160,38 @@ def run_quiz(
             out += quizzer.generate(config.template_n, _bind(progress, "template"))
             wall["template"] = time.perf_counter() - t0
         paraphrased: dict[str, Any] = {}
-        if config.llm_n > 0 or config.paraphrase:
+        composition: dict[str, Any] = {}
+        fingerprint = snapshot_fingerprint or backend.fingerprint()
+        llm = None
+        if config.needs_model:
             from components.llm import make_backend
 
             llm = make_backend(config.backend, **config.backend_kwargs())
-            try:
-                if config.paraphrase:
-                    from components.quizzer.paraphrase import paraphrase_candidates
+        try:
+            if config.paraphrase:
+                from components.quizzer.paraphrase import paraphrase_candidates
 
-                    t0 = time.perf_counter()
-                    paraphrased = paraphrase_candidates([c for c in out if c.quizzer == "template"], llm)
-                    wall["paraphrase"] = time.perf_counter() - t0
-                if config.llm_n > 0:
-                    t0 = time.perf_counter()
-                    lq = LLMQuizzer(path, schema, llm, seed=config.seed, config=config.llm_config())
-                    out += lq.generate(config.llm_n, _bind(progress, "llm"))
-                    wall["llm"] = time.perf_counter() - t0
-            finally:
+                t0 = time.perf_counter()
+                paraphrased = paraphrase_candidates([c for c in out if c.quizzer == "template"], llm)
+                wall["paraphrase"] = time.perf_counter() - t0
+            if config.llm_n > 0:
+                t0 = time.perf_counter()
+                lq = LLMQuizzer(path, schema, llm, seed=config.seed, config=config.llm_config())
+                out += lq.generate(config.llm_n, _bind(progress, "llm"))
+                wall["llm"] = time.perf_counter() - t0
+            for cand in out:
+                cand.meta["snapshot_fingerprint"] = fingerprint
+            noise = config.noise_config()
+            if noise.active:
+                from components.quizzer.noisy import make_noisy
+
+                t0 = time.perf_counter()
+                composition = make_noisy(out, noise, schema=schema, query_path=path, fingerprint=fingerprint, llm=llm)
+                wall["noise"] = time.perf_counter() - t0
+        finally:
+            if llm is not None:
                 llm.close()
-        fingerprint = snapshot_fingerprint or backend.fingerprint()
-        for cand in out:
-            cand.meta["snapshot_fingerprint"] = fingerprint
-        return QuizRun(out, wall, paraphrased)
+        return QuizRun(out, wall, paraphrased, composition)
     finally:
         backend.close()
 
@@ -223,6 +253,8 @@ def build_qa_candidates(
     summary = summarize(run.candidates, run.wall_s)
     if config.paraphrase:
         summary["paraphrase"] = run.paraphrase
+    if run.noise:
+        summary["noise"] = run.noise
     return QA_CANDIDATES.artifact(
         inputs, config, ctx, path=path, summary=summary, counts={"candidates": summary["total"], "ok": summary["ok"]}
     )

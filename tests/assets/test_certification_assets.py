@@ -125,6 +125,22 @@ def test_certified_dataset_with_green_checks(tmp_path: Path) -> None:
     assert len(list((tmp_path / "run" / "check-cache" / "lab").glob("*.json"))) == 3
 
 
+def test_a_noisy_pool_shows_its_composition_and_its_funnel_by_source(tmp_path: Path) -> None:
+    noisy = QuizConfig(template_n=24, llm_n=0, seed=1, noise={"hard": 0.25, "semantic": 0.25})
+    result = _materialize(tmp_path, CertifyConfig(fault_sample=0), noisy)
+    assert result.success
+    pool = {r.data["source"]: r.data["count"] for r in _meta(result, "qa_candidates")["pool_by_source"].value.records}
+    assert pool["hard"] == pool["semantic"] > 0 and sum(pool.values()) == 24
+    assert _meta(result, "qa_candidates")["pool_composition"].value["requested"]["hard"] == 0.25
+    meta = _meta(result, "certified_dataset")
+    rows = [r.data for r in meta["funnel_by_source"].value.records]
+    assert sum(r["candidates"] for r in rows if r["source"] == "hard") == pool["hard"]
+    assert all(r["admitted"] == 0 == r["strict"] for r in rows if r["source"] == "hard")
+    assert all(r["admitted"] == r["candidates"] for r in rows if r["source"] == "semantic")  # no judge to stop them
+    chart = meta["funnel_by_source_chart"].value
+    assert f"0 of {pool['hard']} admitted" in chart and f"{pool['semantic']} of {pool['semantic']} admitted" in chart
+
+
 def test_blocking_checks_fail_when_nothing_is_admitted(tmp_path: Path) -> None:
     """An evaluation set naming every node of the graph admits nothing: the blocking check fails
     (the run reports it) and the bounds check warns."""
