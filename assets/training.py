@@ -70,9 +70,12 @@ CURVES = [("step", "int")] + [(c, "float") for c in CURVE_KEYS]
 VALIDATION = [("step", "int"), ("episodes", "int")] + [
     (c, "float") for c in VALIDATION_KEYS if c not in ("step", "episodes")
 ]
-ABLATION_COLUMNS = [(c, "string") for c in ("name", "data", "reward", "budget")] + [
+ABLATION_COLUMNS = [(c, "string") for c in ("name", "stage", "data", "reward", "budget")] + [
+    ("seed", "int"),
     ("items", "int"),
+    ("examples", "int"),
     ("last_reward", "float"),
+    ("last_loss", "float"),
     ("wall_s", "float"),
 ]
 
@@ -294,15 +297,16 @@ def grain_checkpoint_asset(train: TrainConfig) -> list:
 
 
 def ablations_asset(domain: str, train: TrainConfig, ablations: Sequence[Ablation]) -> list:
-    """``<domain>/ablations``: one GraphCert GRPO checkpoint per configured ablation (data selection
-    × reward), from the same warm start. With none configured it materializes an empty set, so
-    every domain has the same assets (and ``dvc.yaml`` the same stages)."""
+    """``<domain>/ablations``: one checkpoint per configured ablation — GraphCert GRPO from the
+    same warm start (data selection × reward), or SFT from the base model (the certification
+    ablation's data arms). With none configured it materializes an empty set, so every domain
+    has the same assets (and ``dvc.yaml`` the same stages)."""
     plan, ins = (
         AblationPlan(train, tuple(ablations)),
         reads(domain, "checkpoint", "curriculum", "certified", "snapshot"),
     )
-    listed = "; ".join(f"{a.name} (data {a.data}, reward {a.reward}, budget {a.budget})" for a in ablations)
-    text = "{domain}: GraphCert GRPO ablations from the warm start — " + (listed or "none configured (ablations: list)")
+    listed = "; ".join(f"{a.name} ({a.stage}, data {a.data}, reward {a.reward}, budget {a.budget})" for a in ablations)
+    text = "{domain}: training ablations — " + (listed or "none configured (ablations: list)")
 
     @_asset(ABLATIONS, stage_key(domain, ABLATIONS_ASSET), ins, {"pytorch"}, text)
     def _ablations(context: dg.AssetExecutionContext, store: ArtifactStore, **inputs: Artifact) -> dg.Output[Artifact]:

@@ -662,10 +662,17 @@ def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str 
             f"ablation: {a['name']}",
             "python_cypher",
             str(ablations.file(a["folder"])),
-            f"GraphCert GRPO, data {a['data']} ({a['items']} items), reward {a['reward']}",
+            _ablation_text(a),
         )
         for a in ablations.summary["ablations"]
     ]
+
+
+def _ablation_text(a: Mapping[str, Any]) -> str:
+    """What an ablation row is, from its summary record (older records have no stage: GRPO)."""
+    if a.get("stage") == "sft":
+        return f"SFT from the base model, data {a['data']} ({a['items']} items), seed {a.get('seed')}"
+    return f"GraphCert GRPO, data {a['data']} ({a['items']} items), reward {a['reward']}"
 
 
 def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir: Path) -> dict[str, Any]:

@@ -1,26 +1,38 @@
 """Ablations of GraphCert's training data and reward, as configs: the comparisons the sources did
 not run cleanly (docs/methods.md, "Known limits"; the configs: docs/evaluation.md).
 
-Each :class:`Ablation` names a **data selection** from the certified dataset and a **reward**;
-:func:`select_rows` builds its training rows and :func:`run_ablation` trains GraphCert GRPO from
-the shared warm start exactly as the main ``graphcert_grpo`` stage does — only the data or the
-reward differ, so the evaluation rows compare like with like.
+Each :class:`Ablation` names a **data selection** from the certified dataset, a **stage** and a
+**reward**; :func:`select_rows` builds its training rows and :func:`run_ablation` trains it:
 
-Data selections (all restricted to items that cannot leak into evaluation: admitted items of the
-training split, or — for ``uncertified`` — candidates none of whose grounded entities occur in the
-validation / test splits):
+* ``stage: grpo`` (the default) — GraphCert GRPO from the shared warm start exactly as the main
+  ``graphcert_grpo`` stage does, only the data or the reward differ;
+* ``stage: sft`` — supervised fine-tuning **from the base model** (the warm start's recipe and
+  budget: every SFT arm runs the same number of optimizer steps whatever its data's size), on one
+  teacher trajectory per selected row played in the real sandbox: the row's final program, its
+  observation — the error, for a program that fails — then **the row's claimed answer**, as a
+  pipeline without a certifier would train on it (no check that the answer is what the program
+  printed). This is the certification ablation: what certification buys the Solver.
 
-* ``strict`` — admitted, certified strict;
-* ``strict_partial`` — admitted, strict or partial (what the main stage trains on);
-* ``uncertified`` — **certification removed, generation controls kept**: every candidate the
-  same Quizzer produced (same axes, same prompts, the run succeeded), whatever its certificate,
-  judge verdict or leakage flag. The GraphCert paper's "w/o certification" ablation removed the
-  generation controls too; this one isolates certification.
+Data selections. Every selection starts from the same candidates: those the Quizzer produced
+(``ok``: the run succeeded, whatever its certificate), none of whose grounded entities occurs in
+the validation / test splits, and — for every selection, as evaluation hygiene rather than
+certification — not flagged by the leakage filter. Then:
+
+* ``uncertified`` — nothing more: **certification removed, generation controls kept** (same
+  Quizzer, axes and prompts). The GraphCert paper's "w/o certification" ablation removed the
+  generation controls too; this one isolates certification;
+* ``strict_partial`` — certified strict or partial;
+* ``strict`` — certified strict;
+* ``judged`` — certified strict or partial **and** accepted by the semantic judge (the certified
+  dataset must have been made with ``certify.judge: on``; the other selections ignore the
+  judge's verdicts, so one certified dataset serves every arm).
 
 ``budget: matched`` caps every matched ablation at the size of the smallest matched selection
 (a seeded sample), so e.g. strict-only vs strict + partial differ in composition, not in size.
+``seed`` trains the arm with another seed than the domain's (several seeds of one arm are
+several ablations).
 
-Rewards: ``graphcert`` (answer F1 + 0.1·(1 − a)·S_evidence) or ``answer_only`` (GraphCert
+Rewards (GRPO): ``graphcert`` (answer F1 + 0.1·(1 − a)·S_evidence) or ``answer_only`` (GraphCert
 without the evidence reward: the answer's F1 alone).
 """
 
@@ -29,7 +41,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -48,10 +60,12 @@ __all__ = [
     "build_ablations",
     "run_ablation",
     "select_rows",
+    "sft_ablation",
 ]
 
-DATA: Final = ("strict", "strict_partial", "uncertified")
+DATA: Final = ("strict", "strict_partial", "uncertified", "judged")
 REWARD_KINDS: Final = ("graphcert", "answer_only")
+STAGES: Final = ("grpo", "sft")
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,8 @@ class Ablation:
     data: str = "strict_partial"
     reward: str = "graphcert"
     budget: str = "all"  # "all" | "matched"
+    stage: str = "grpo"  # "grpo" | "sft"
+    seed: int | None = None  # None: the domain's training seed
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").replace("+", "").isalnum():
@@ -70,6 +86,10 @@ class Ablation:
             raise ValueError(f"ablation {self.name}: unknown reward {self.reward!r}; known: {REWARD_KINDS}")
         if self.budget not in ("all", "matched"):
             raise ValueError(f"ablation {self.name}: budget is 'all' or 'matched'")
+        if self.stage not in STAGES:
+            raise ValueError(f"ablation {self.name}: unknown stage {self.stage!r}; known: {STAGES}")
+        if self.seed is not None and (type(self.seed) is not int or self.seed < 0):
+            raise ValueError(f"ablation {self.name}: seed must be a non-negative integer, not {self.seed!r}")
 
 
 def ablations_from(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Ablation, ...]:
@@ -91,15 +111,22 @@ def answer_only_reward(completions: Sequence[Any], **kwargs: Any) -> list[float 
     return graphcert_reward(completions, **kwargs)
 
 
-def _selection(
-    rows: Sequence[Mapping[str, Any]], data: str, train_ids: set[str], held_out: set[str]
-) -> list[Mapping[str, Any]]:
+#: what each selection keeps of the candidates every selection starts from (module docstring)
+_KEEP: Final = {
+    "uncertified": lambda r: True,
+    "strict_partial": lambda r: r.get("status") in ("strict", "partial"),
+    "strict": lambda r: r.get("status") == "strict",
+    "judged": lambda r: r.get("status") in ("strict", "partial") and r.get("verdict") == "accept",
+}
+
+
+def _selection(rows: Sequence[Mapping[str, Any]], data: str, held_out: set[str]) -> list[Mapping[str, Any]]:
     from components.curriculum.build import grounded_entities
 
-    if data == "uncertified":
-        return [r for r in rows if r.get("ok") and not set(grounded_entities(r)) & held_out]
-    statuses = {"strict"} if data == "strict" else {"strict", "partial"}
-    return [r for r in rows if r.get("admitted") and r["id"] in train_ids and r.get("status") in statuses]
+    keep = _KEEP[data]
+    return [
+        r for r in rows if r.get("ok") and not r.get("leaked") and not set(grounded_entities(r)) & held_out and keep(r)
+    ]
 
 
 def _entities(row: Mapping[str, Any]) -> list[str]:
@@ -116,10 +143,17 @@ def select_rows(
     *,
     seed: int = 0,
 ) -> dict[str, list[Mapping[str, Any]]]:
-    """Training rows per ablation (module docstring), matched budgets applied."""
-    train_ids = {str(r["id"]) for r in curriculum if r["split"] == "train" and not r.get("ood")}
+    """Training rows per ablation (module docstring), matched budgets applied. Raises
+    ``ValueError`` for a ``judged`` selection of a dataset the judge did not review."""
     held_out = {e for r in curriculum if r["split"] in ("validation", "test") for e in _entities(r)}
-    chosen = {a.name: _selection(certified, a.data, train_ids, held_out) for a in ablations}
+    judged = any(r.get("verdict") in ("accept", "reject", "uncertain") for r in certified)
+    for a in ablations:
+        if a.data == "judged" and not judged:
+            raise ValueError(
+                f"ablation {a.name}: data 'judged' needs a certified dataset made with certify.judge: on "
+                "(this one has no judge verdicts)"
+            )
+    chosen = {a.name: _selection(certified, a.data, held_out) for a in ablations}
     matched = [len(chosen[a.name]) for a in ablations if a.budget == "matched"]
     if matched:
         n = min(matched)
@@ -158,6 +192,61 @@ def run_ablation(
     )
 
 
+SFT_TEXT: Final = (
+    "certification ablation: supervised fine-tuning from the base model (the warm start's recipe and "
+    "budget) on teacher trajectories of the selected candidates — the final program played in the real "
+    "sandbox (a failing program keeps its error observation), then the candidate's claimed answer, "
+    "unchecked, as a pipeline without a certifier would train"
+)
+
+
+def sft_ablation(
+    ablation: Ablation,
+    rows: Sequence[Mapping[str, Any]],
+    db_location: str,
+    config: Any,
+    output_dir: str | Path,
+    *,
+    data_fingerprint: str,
+    domain: str,
+    cache_root: Path | str | None = None,
+) -> Any:
+    """SFT from the base model of ``config`` on ``rows`` (module docstring): the warm start's
+    number of optimizer steps whatever the rows' count, on at most ``max_examples`` rows drawn
+    in a seeded order. Raises ``ValueError`` when no trajectory plays out."""
+    import time
+
+    from transformers import AutoTokenizer
+
+    from components.tools.episodes import python_cypher_envs
+    from components.training.anchors import solver_rows
+    from components.training.checkpoint import base_model_dir, sft_checkpoint
+    from components.training.teacher import teacher_records, teacher_steps
+
+    t0 = time.perf_counter()
+    base = base_model_dir(config, cache_root)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    order = list(rows)
+    random.Random(f"{config.seed}:{ablation.name}").shuffle(order)
+    used, _ = solver_rows(order[: config.resolved()["max_examples"]], db_location)
+    with python_cypher_envs(db_location, max_rounds=2) as make_env:
+        records, dropped = teacher_records(used, teacher_steps, make_env, tokenizer, failed_calls=True)
+    failed = sum(r.stats.valid_calls == 0 for r in records)
+    return sft_checkpoint(
+        base,
+        records,
+        dropped,
+        config,
+        output_dir,
+        t0,
+        method="sft-ablation",
+        method_text=SFT_TEXT,
+        data_fingerprint=data_fingerprint,
+        domain=domain,
+        teacher={"rows": len(used), "trajectories": len(records), "failed_calls": failed, "answers": "claimed"},
+    )
+
+
 @dataclass(frozen=True)
 class AblationPlan:
     """The ``ablations`` layer's config: the domain's training config and its ablations."""
@@ -170,10 +259,10 @@ class AblationPlan:
 
 
 def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir: Path, ctx: BuildContext) -> Artifact:
-    """The ``ablations`` layer: one GraphCert GRPO checkpoint per ablation, from the
-    ``checkpoint`` input, in ``<out_dir>/<name>/``. The summary lists each ablation with its
-    folder name, item count, last reward and time. Raises ``ValueError`` when an ablation
-    selects no training rows."""
+    """The ``ablations`` layer: one checkpoint per ablation in ``<out_dir>/<name>/`` — GraphCert
+    GRPO from the ``checkpoint`` input, or SFT from the base model. The summary lists each
+    ablation with its config, seed, folder name, selected items, trained examples, last reward or
+    loss and time. Raises ``ValueError`` when an ablation selects no training rows."""
     certified = inputs["certified"]
     chosen = select_rows(
         plan.ablations,
@@ -189,26 +278,25 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
     for a in plan.ablations:
         if not chosen[a.name]:
             raise ValueError(f"ablation {a.name} selects no training rows")
-        result = run_ablation(
-            a,
-            str(start),
-            chosen[a.name],  # GraphCert GRPO anchors the rows it uses
-            str(inputs["snapshot"].path),
-            train,
-            out_dir / a.name,
-            data_fingerprint=certified.fingerprint,
-            domain=ctx.domain,
-        )
+        config = train if a.seed is None else replace(train, seed=a.seed)
+        common = {"data_fingerprint": certified.fingerprint, "domain": ctx.domain}
+        snapshot = str(inputs["snapshot"].path)
+        if a.stage == "sft":
+            result = sft_ablation(
+                a, chosen[a.name], snapshot, config, out_dir / a.name, cache_root=ctx.data_root, **common
+            )
+        else:  # GraphCert GRPO anchors the rows it uses
+            result = run_ablation(a, str(start), chosen[a.name], snapshot, config, out_dir / a.name, **common)
         rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
         summary.append(
             {
-                "name": a.name,
-                "data": a.data,
-                "reward": a.reward,
-                "budget": a.budget,
+                **asdict(a),
+                "seed": config.seed,
                 "items": len(chosen[a.name]),
+                "examples": result.examples,
                 "folder": a.name,
                 "last_reward": rewards[-1] if rewards else None,
+                "last_loss": result.losses[-1] if result.losses else None,
                 "wall_s": result.wall_s,
             }
         )

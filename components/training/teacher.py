@@ -97,10 +97,13 @@ def teacher_records(
     *,
     stops: Sequence[str] = CODE_STOPS,
     system_prompt: str | None = None,
+    failed_calls: bool = False,
 ) -> tuple[list[RolloutRecord], list[dict[str, Any]]]:
     """``(records, dropped)``: one teacher trajectory per row — the steps ``steps_of(row)`` (calls,
     then the answer) played through a fresh environment — kept when every call ran as a valid
-    call and the answer came in a valid format; ``dropped`` lists the others with why."""
+    call and the answer came in a valid format; ``dropped`` lists the others with why. With
+    ``failed_calls`` a call that failed is kept with its error observation (what a pipeline
+    without a certifier trains on): only an answer in a valid format is required."""
     records, dropped = [], []
     for row in rows:
         steps = steps_of(row)
@@ -115,7 +118,7 @@ def teacher_records(
         runner = RolloutRunner(TeacherBackend(tokenizer, steps, stops), make_env, config)
         (rec,) = runner.run([episode_row])
         s = rec.stats
-        if not (s.answered and s.valid_format and s.valid_calls == len(steps) - 1):
+        if not (s.answered and s.valid_format and (failed_calls or s.valid_calls == len(steps) - 1)):
             dropped.append(
                 {
                     "id": row.get("id"),

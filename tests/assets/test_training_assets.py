@@ -68,7 +68,11 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
             "bio",
             train,
             ablations_from(
-                [{"name": "strict-only", "data": "strict"}, {"name": "no-evidence-reward", "reward": "answer_only"}]
+                [
+                    {"name": "strict-only", "data": "strict"},
+                    {"name": "no-evidence-reward", "reward": "answer_only"},
+                    {"name": "uncertified-sft", "data": "uncertified", "stage": "sft", "seed": 1},
+                ]
             ),
         ),
         *dancer_ablations_asset("bio", train),
@@ -162,9 +166,14 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
         "graphdancer-rl→dpo",
         "ablation: strict-only",
         "ablation: no-evidence-reward",
+        "ablation: uncertified-sft",
     ]
     abl = {r.data["name"]: r.data for r in materialized["ablations"]["ablations"].value.records}
     assert abl["strict-only"]["data"] == "strict" and abl["no-evidence-reward"]["reward"] == "answer_only"
+    sft = abl["uncertified-sft"]  # SFT from the base model, the warm start's steps, its own seed
+    assert (sft["stage"], sft["seed"], sft["examples"] > 0, sft["last_loss"] is not None) == ("sft", 1, True, True)
+    assert abl["strict-only"]["stage"] == "grpo" and abl["strict-only"]["seed"] == 0
+    assert "SFT from the base model" in rows["ablation: uncertified-sft"]["method"]
     assert rows["graphdancer-rl→dpo"]["note"].startswith("not trained")
     assert all("[" in r["F1"] for n, r in rows.items() if n != "graphdancer-rl→dpo")  # every available one: a CI
     assert all("EM non-bool" in r and "grounded EM" in r for n, r in rows.items() if n != "graphdancer-rl→dpo")

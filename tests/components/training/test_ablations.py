@@ -9,11 +9,13 @@ import pytest
 from components.training.ablations import Ablation, ablations_from, answer_only_reward, select_rows
 
 
-def _row(i: int, status: str, admitted: bool, node: str, ok: bool = True) -> dict:
+def _row(i: int, status: str, admitted: bool, node: str, ok: bool = True, leaked: bool = False) -> dict:
     return {
         "id": f"c{i}",
         "status": status,
         "admitted": admitted,
+        "leaked": leaked,
+        "verdict": "skipped" if status != "hard_failure" else "not_judged",
         "ok": ok,
         "question": f"q{i}",
         "answer": "a",
@@ -26,7 +28,7 @@ CERTIFIED = (
     [_row(i, "strict", True, f"n{i}") for i in range(8)]
     + [_row(8 + i, "partial", True, f"n{8 + i}") for i in range(4)]
     + [
-        _row(12, "strict", False, "n12"),  # not admitted (e.g. leaked)
+        _row(12, "strict", False, "n12", leaked=True),  # an evaluation question's entity: no arm trains on it
         _row(13, "hard_failure", False, "n13", ok=True),  # the Quizzer ran, certification failed it
         _row(14, "hard_failure", False, "n14", ok=False),  # the Quizzer itself failed
         _row(15, "hard_failure", False, "n0", ok=True),
@@ -47,12 +49,23 @@ def test_selections_and_matched_budget() -> None:
     )
     chosen = select_rows(abl, CERTIFIED, CURRICULUM, seed=3)
     ids = {k: sorted(r["id"] for r in v) for k, v in chosen.items()}
-    assert ids["strict-only"] == [f"c{i}" for i in range(1, 8)]  # admitted strict of the train split (c0 is test)
+    assert ids["strict-only"] == [f"c{i}" for i in range(1, 8)]  # strict, off the held-out entities (c0 is test)
     assert len(ids["strict+partial"]) == 7 and set(ids["strict+partial"]) <= {f"c{i}" for i in range(1, 12)}
     # certification removed, generation controls kept: every candidate that ran, except those touching
-    # held-out entities (c0 itself and c15, which starts at the test item's node)
-    assert set(ids["uncertified"]) == {f"c{i}" for i in range(1, 14)}
+    # held-out entities (c0 itself and c15, which starts at the test item's node) and the leaked c12
+    assert set(ids["uncertified"]) == {f"c{i}" for i in range(1, 12)} | {"c13"}
     assert select_rows(abl, CERTIFIED, CURRICULUM, seed=3) == chosen  # seeded
+
+
+def test_the_judged_selection_needs_the_judges_verdicts() -> None:
+    judged = ablations_from([{"name": "judged", "data": "judged", "stage": "sft"}, {"name": "c", "data": "strict"}])
+    with pytest.raises(ValueError, match="certify.judge: on"):
+        select_rows(judged, CERTIFIED, CURRICULUM)
+    verdicts = {1: "accept", 2: "reject", 3: "uncertain", 9: "accept", 13: "accept"}
+    rows = [{**r, "verdict": verdicts.get(int(r["id"][1:]), r["verdict"])} for r in CERTIFIED]
+    chosen = select_rows(judged, rows, CURRICULUM)
+    assert sorted(r["id"] for r in chosen["judged"]) == ["c1", "c9"]  # c13 was accepted but failed certification
+    assert len(chosen["c"]) == 7  # the other arms ignore the verdicts
 
 
 def test_config_errors_and_answer_only_reward() -> None:
@@ -62,6 +75,10 @@ def test_config_errors_and_answer_only_reward() -> None:
         ablations_from([{"name": "a"}, {"name": "a"}])
     with pytest.raises(ValueError, match="unknown ablation options"):
         ablations_from([{"name": "a", "steps": 3}])
+    with pytest.raises(ValueError, match="unknown stage"):
+        Ablation("x", stage="rl")
+    with pytest.raises(ValueError, match="seed must be"):
+        Ablation("x", seed=-1)
     gold = ["MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN a.name"]
     kwargs = {"answer": ["Ann"], "evidence_queries": [gold], "pred_evidence": [gold]}
     from components.rubric.rewards import graphcert_reward
@@ -70,3 +87,52 @@ def test_config_errors_and_answer_only_reward() -> None:
     assert graphcert_reward(wrong, **kwargs) == [pytest.approx(0.1)]  # a = 0, e = 1 → 0.1
     assert answer_only_reward(wrong, **kwargs) == [0.0]  # the evidence term is gone
     assert answer_only_reward(["<answer>Ann</answer>"], **kwargs) == [1.0]
+
+
+def test_an_sft_arm_trains_on_claimed_answers_and_failed_programs(tmp_path) -> None:
+    """The certification ablation's data arm on a noisy pool of the real academic graph: SFT from
+    the tiny base model on every candidate that ran, for the preset's optimizer steps; a swapped
+    answer is trained as claimed, and a program that fails when replayed keeps its error
+    observation, then the claimed answer."""
+    from components.certify.dataset import CertifyConfig, run_certification
+    from components.graph.load import load_graph
+    from components.graph.sources import demo
+    from components.quizzer.noisy import pool_label
+    from components.quizzer.run import QuizConfig, run_quiz
+    from components.training.ablations import sft_ablation
+    from components.training.checkpoint import TrainConfig
+
+    db = tmp_path / "db"
+    load_graph(demo.generate("academic", seed=0, scale=300), db)
+    run = run_quiz(str(db), QuizConfig(template_n=40, llm_n=0, noise={"hard": 0.5, "seed": 1}))
+    rows = run_certification(run.candidates, str(db), CertifyConfig(fault_sample=0)).rows
+    arm = Ablation("uncertified", data="uncertified", stage="sft", seed=0)
+    (chosen,) = select_rows([arm], rows, []).values()
+    assert {r["status"] for r in chosen} == {"strict", "hard_failure"}
+    config = TrainConfig(preset="cpu-tiny", max_steps=2, threads=1)
+    result = sft_ablation(arm, chosen, str(db), config, tmp_path / "arm", data_fingerprint="f", domain="academic")
+    assert len(result.losses) == 2 and result.method == "sft-ablation"
+    assert result.teacher["answers"] == "claimed" and result.teacher["rows"] == config.resolved()["max_examples"]
+    assert result.examples == result.teacher["trajectories"] == 16 - len(result.dropped) > 0
+    log = json.loads((tmp_path / "arm" / "training_log.json").read_text())
+    assert log["method"] == "sft-ablation" and (tmp_path / "arm" / "config.json").is_file()
+    # what the trajectories say: the claimed answer, never checked against what the program printed
+    from transformers import AutoTokenizer
+
+    from components.tools.episodes import python_cypher_envs
+    from components.training.teacher import printed_answer, teacher_records, teacher_steps
+
+    by_kind = {pool_label(c)[1]: r for c, r in zip(run.candidates, rows, strict=True)}
+    broken = "r1 = cypher('MATCH (x:`NoSuchLabel`) RETURN count(x) AS n')\nmark_evidence(r1)\nprint(r1.rows[0][0])\n"
+    picked = [by_kind["swapped_answer"], {**by_kind["template"], "id": "broken", "final_program": broken}]
+    tokenizer = AutoTokenizer.from_pretrained(result.base_model)
+    with python_cypher_envs(str(db), max_rounds=2) as make_env:
+        strict_records, strict_dropped = teacher_records(picked, teacher_steps, make_env, tokenizer)
+        records, dropped = teacher_records(picked, teacher_steps, make_env, tokenizer, failed_calls=True)
+    assert not dropped and len(strict_dropped) == 1  # the failed program: kept only where failures are
+    swapped, failed = records
+    text = tokenizer.decode(swapped.completion_ids)
+    assert text.rstrip().endswith(f"<answer>{picked[0]['answer']}</answer>")
+    assert picked[0]["answer"] not in printed_answer(swapped)  # not what the program printed
+    assert failed.stats.valid_calls == 0 and "NoSuchLabel" in json.dumps(failed.trace)
+    assert tokenizer.decode(failed.completion_ids).rstrip().endswith(f"<answer>{picked[1]['answer']}</answer>")
