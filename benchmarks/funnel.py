@@ -12,6 +12,12 @@ LLM's tokens per second and the wall time of each stage; then the paper's funnel
 
     python benchmarks/funnel.py [--model qwen2.5-coder-0.5b] [--judge-model M] [--llm 40] [--template 40]
                                 [--closing force|hint] [--traces FILE]
+    python benchmarks/funnel.py --noise hard=0.18 partial=0.3 semantic=0.15 paraphrase=0.15 --template 200
+
+With ``--noise`` the template candidates become a noisy pool (components/quizzer/noisy.py: shares
+replaced by the injector's hard and partial faults, changed questions and paraphrases the meaning
+check rejects; ``--no-paraphrase`` is implied) and the funnel is printed per source and kind too —
+what certification and the judge removed of each kind of noise, and what they let through.
 
 Budget: ≤ 90 minutes on 2 cores with nothing else running.
 """
@@ -68,6 +74,20 @@ def table(rows: list[dict], label: str) -> list[str]:
     return lines
 
 
+SOURCE_COLUMNS = ("candidates", "hard_failure", "strict", "partial", "judge_accept", "judge_reject",
+                  "judge_uncertain", "leaked", "admitted")  # fmt: skip
+
+
+def source_table(rows: list[dict]) -> list[str]:
+    """The funnel by source and kind as Markdown lines, with the admitted share's Wilson CI."""
+    head = "| source | kind | " + " | ".join(SOURCE_COLUMNS) + " | admitted share [95 % CI] |"
+    lines = [head, "|" + "---|" * (len(SOURCE_COLUMNS) + 3)]
+    for r in rows:
+        cells = " | ".join(str(r[c]) for c in SOURCE_COLUMNS)
+        lines.append(f"| {r['source']} | {r['kind']} | {cells} | {_rate(r['admitted'], r['candidates'])} |")
+    return lines
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default="qwen2.5-coder-0.5b", help="the Quizzer's model (a name or folder)")
@@ -82,11 +102,14 @@ def main() -> None:
     p.add_argument("--no-paraphrase", action="store_true", help="keep the template questions as generated")
     p.add_argument("--closing", choices=["force", "hint"], default="force", help="the LLM Quizzer's closing turn")
     p.add_argument("--traces", type=Path, default=None, help="write the LLM episodes' traces here (JSON)")
+    p.add_argument("--noise", nargs="*", default=[], metavar="SOURCE=SHARE", help="a noisy pool: hard=0.18 …")
+    p.add_argument("--judge", choices=["on", "off"], default="on")
     args = p.parse_args()
+    noise = {k: float(v) for k, v in (item.split("=", 1) for item in args.noise)}
 
     import torch
 
-    from components.certify.dataset import CertifyConfig, run_certification
+    from components.certify.dataset import CertifyConfig, funnel_by_source, run_certification, source_chart
     from components.graph.load import load_graph
     from components.graph.sources import demo
     from components.quizzer.run import QuizConfig, run_quiz, summarize
@@ -102,7 +125,8 @@ def main() -> None:
         model=args.model,
         backend_options={"threads": args.threads},
         llm={"max_turns": args.max_turns, "max_new_tokens": args.max_new_tokens, "closing": args.closing},
-        paraphrase=not args.no_paraphrase,
+        paraphrase=not (args.no_paraphrase or noise),
+        noise=noise,
     )
     run = run_quiz(str(db), quiz)
     if args.traces is not None:
@@ -111,7 +135,7 @@ def main() -> None:
     quiz_summary = summarize(run.candidates, run.wall_s)
     judge_model = args.judge_model or args.model
     certify = CertifyConfig(
-        judge="on", judge_model=judge_model, judge_options={"threads": args.threads}, fault_sample=0
+        judge=args.judge, judge_model=judge_model, judge_options={"threads": args.threads}, fault_sample=0
     )
     certified = run_certification(run.candidates, str(db), certify)
     rows = certified.rows
@@ -137,6 +161,10 @@ def main() -> None:
     }
     print("wall time per stage: " + ", ".join(f"{k} {v:.0f} s" for k, v in walls.items()) + f"; total {total:.0f} s")
     print(f"the paper's funnel (its models, ~3,100 candidates per domain): {PAPER}")
+    if noise:
+        print(f"\nnoisy pool: {json.dumps(run.noise['by_source'])} (requested {noise})\n")
+        print("\n".join(source_table(funnel_by_source(rows))), "\n")
+        print(source_chart(funnel_by_source(rows)), "\n")
     by_kind = {}
     for kind in ("llm", "template"):
         part = [r for r in rows if r["quizzer"] == kind]
@@ -149,7 +177,8 @@ def main() -> None:
         }
     print(json.dumps({"model": args.model, "judge_model": judge_model, "wall_s": walls, "total_s": round(total, 1),
                       "llm_tokens_per_s": tps, "paraphrase": run.paraphrase, "by_quizzer": by_kind,
-                      "llm_first_failures": dict(first), "llm_closings": closings}))  # fmt: skip
+                      "llm_first_failures": dict(first), "llm_closings": closings, "noise": run.noise,
+                      "by_source": funnel_by_source(rows) if noise else None}))  # fmt: skip
 
 
 if __name__ == "__main__":

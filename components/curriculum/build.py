@@ -448,17 +448,22 @@ def build_curriculum(
     report: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One item per admitted row of ``rows``, split by its node keys on ``graph`` (the snapshot
-    the rows were certified on: a location or an open backend). ``report``, when given, receives
-    :class:`NodeKeys`' counts."""
+    the rows were certified on: a location or an open backend); an admitted item a noisy pool
+    injected (:func:`components.quizzer.noisy.injected`: a changed question the judge did not
+    stop, say) is never a validation or test question — its gold answer is wrong on purpose —
+    and its group trains. ``report``, when given, receives :class:`NodeKeys`' counts."""
     admitted = [r for r in rows if r.get("admitted")]
     keys, counts = node_keys(admitted, graph, schema)
     if report is not None:
         report.update(counts)
+    from components.quizzer.noisy import injected
+
     splits = entity_grouped_splits(
         [(r["id"], keys[str(r["id"])].keys) for r in admitted],
         fractions=fractions,
         seed=seed,
         ood=[r["id"] for r in admitted if r.get("ood")],
+        train_only=[r["id"] for r in admitted if injected(r)],
     )
     out = []
     for r in admitted:

@@ -8,7 +8,9 @@ closely as the group sizes allow: a large group is placed while every split stil
 in practice in train — and the many small groups that follow fill every split up to its share
 (placed in shuffled order instead, a large group arriving late overfills train and starves
 test). Items marked OOD are kept out of train (they go to test; their groups follow them, since
-an entity may not cross).
+an entity may not cross). Items marked ``train_only`` (a noisy pool's injected faults, whose gold
+answers are wrong on purpose) are kept out of validation and test the same way: their groups go
+to train.
 
 >>> items = [("q1", ["a"]), ("q2", ["a", "b"]), ("q3", ["c"]), ("q4", ["d"])]
 >>> s = entity_grouped_splits(items, fractions=(0.5, 0.25, 0.25), seed=0)
@@ -33,6 +35,7 @@ def entity_grouped_splits(
     fractions: Sequence[float] = (0.8, 0.1, 0.1),
     seed: int = 0,
     ood: Collection[str] = (),
+    train_only: Collection[str] = (),
 ) -> dict[str, str]:
     """``{item id: split}`` (see the module docstring)."""
     if len(fractions) != 3 or min(fractions) < 0 or abs(sum(fractions) - 1.0) > 1e-9:
@@ -66,13 +69,15 @@ def entity_grouped_splits(
     total = len(items)
     counts = dict.fromkeys(SPLITS, 0)
     out: dict[str, str] = {}
-    ood = set(map(str, ood))
-    forced = [g for g in order if any(i in ood for i in groups[g])]
-    free = [g for g in order if g not in set(forced)]
-    for g in forced:
-        for i in groups[g]:
-            out[i] = "test"
-        counts["test"] += len(groups[g])
+    ood, train_only = set(map(str, ood)), set(map(str, train_only))
+    to_train = [g for g in order if any(i in train_only for i in groups[g])]
+    forced = [g for g in order if g not in set(to_train) and any(i in ood for i in groups[g])]
+    free = [g for g in order if g not in set(forced) | set(to_train)]
+    for split, placed in (("train", to_train), ("test", forced)):
+        for g in placed:
+            for i in groups[g]:
+                out[i] = split
+            counts[split] += len(groups[g])
     for g in free:
         deficit = {s: fractions[k] * total - counts[s] for k, s in enumerate(SPLITS)}
         split = max(SPLITS, key=lambda s: (deficit[s], -SPLITS.index(s)))

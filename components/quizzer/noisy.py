@@ -31,7 +31,9 @@ The LLM Quizzer's candidates (``quiz.llm_n``) join the pool as they come. Every 
 ``meta["pool"] = {"source", "kind"}`` (``template`` / ``hard`` / ``partial`` / ``semantic`` /
 ``paraphrase`` / ``llm``) — a label for the funnel by source
 (:func:`components.certify.dataset.funnel_by_source`); no check of the certifier or the judge
-reads it. Which candidates are replaced is decided by ``seed`` alone.
+reads it. The curriculum does: an injected item that gets admitted (a changed question with the
+judge off, say) trains but is never a validation or test question, since its gold answer is
+wrong on purpose. Which candidates are replaced is decided by ``seed`` alone.
 
 The paper's funnel for its own Quizzers: hard failures 14–21 %, partial ≈ 30 %
 (``docs/certification.md``); a pool that imitates it sets ``hard`` ≈ 0.18 and ``partial`` ≈ 0.3.
@@ -48,10 +50,12 @@ from typing import Any, Final
 
 from components.quizzer.candidate import QACandidate
 
-__all__ = ["MEANING_REASONS", "NOISE_SOURCES", "NoiseConfig", "make_noisy", "pool_label"]
+__all__ = ["INJECTED", "MEANING_REASONS", "NOISE_SOURCES", "NoiseConfig", "injected", "make_noisy", "pool_label"]
 
 #: the sources a pool's candidates come from, in report order
 NOISE_SOURCES: Final = ("template", "hard", "partial", "semantic", "paraphrase", "llm")
+#: the sources a noisy pool injects (everything but the quizzers' own output)
+INJECTED: Final = ("hard", "partial", "semantic", "paraphrase")
 #: paraphrase rejections that change what the question asks (kept in a noisy pool)
 MEANING_REASONS: Final = ("entities", "numbers", "modifiers", "scope")
 SEMANTIC_KINDS: Final = ("question_swap", "modifier_change", "relation_change", "scope_change")
@@ -93,6 +97,13 @@ def pool_label(candidate: Any) -> tuple[str, str]:
     label = (meta or {}).get("pool") or {}
     quizzer = candidate.quizzer if hasattr(candidate, "quizzer") else candidate.get("quizzer")
     return str(label.get("source") or quizzer or "unknown"), str(label.get("kind") or quizzer or "unknown")
+
+
+def injected(candidate: Any) -> bool:
+    """Whether a candidate (or certified row) was injected by a noisy pool: its question, program
+    or evidence was made wrong on purpose (or, for a paraphrase, may be), so it is never held out
+    for evaluation (:func:`components.curriculum.build.build_curriculum`)."""
+    return pool_label(candidate)[0] in INJECTED
 
 
 def _meta_of(row: Any) -> dict[str, Any]:

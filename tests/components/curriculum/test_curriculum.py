@@ -134,3 +134,12 @@ def test_a_large_group_is_placed_first_so_every_split_reaches_its_share(seed) ->
     out = entity_grouped_splits(items, seed=seed)
     assert Counter(out.values()) == {"train": 800, "validation": 100, "test": 100}
     assert {out[f"big{i}"] for i in range(700)} == {"train"}
+
+
+def test_train_only_items_take_their_groups_to_train() -> None:
+    items = [(f"q{i}", [f"e{i}"]) for i in range(20)] + [("bad", ["e3"]), ("bad2", ["z"])]
+    plain = entity_grouped_splits(items, fractions=(0.5, 0.25, 0.25), seed=1)
+    held = [i for i, s in plain.items() if s != "train" and i.startswith("q")]
+    forced = entity_grouped_splits(items, fractions=(0.5, 0.25, 0.25), seed=1, train_only=["bad", "bad2", held[0]])
+    assert forced["bad"] == forced["q3"] == forced["bad2"] == forced[held[0]] == "train"
+    assert {"validation", "test"} <= set(forced.values())

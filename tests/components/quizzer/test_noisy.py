@@ -76,6 +76,23 @@ def test_the_funnel_by_source_counts_what_certification_removed(noisy_run) -> No
     assert f"{totals['hard']['admitted']} of {totals['hard']['candidates']} admitted" in chart
 
 
+def test_an_admitted_injected_item_trains_but_is_never_held_out(noisy_run, academic_db: Path) -> None:
+    from components.curriculum.build import build_curriculum
+    from components.graph.ladybug import LadybugBackend
+
+    run, certified = noisy_run
+    backend = LadybugBackend(academic_db)
+    try:
+        items = build_curriculum(certified.rows, backend.schema(), backend, fractions=(0.5, 0.2, 0.3), seed=0)
+    finally:
+        backend.close()
+    source = {c.id: pool_label(c)[0] for c in run.candidates}
+    splits = Counter((source[i["id"]], i["split"]) for i in items)
+    assert splits[("semantic", "train")] == run.noise["by_source"]["semantic"]  # admitted: the judge is off
+    assert splits[("template", "test")] > 0 and splits[("template", "validation")] > 0
+    assert not [k for k in splits if k[0] != "template" and k[1] != "train"]
+
+
 def test_the_same_seed_makes_the_same_pool(noisy_run, academic_db: Path) -> None:
     run, _ = noisy_run
     again = run_quiz(str(academic_db), QuizConfig(template_n=60, llm_n=0, noise=NOISE))
