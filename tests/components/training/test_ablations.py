@@ -136,3 +136,19 @@ def test_an_sft_arm_trains_on_claimed_answers_and_failed_programs(tmp_path) -> N
     assert picked[0]["answer"] not in printed_answer(swapped)  # not what the program printed
     assert failed.stats.valid_calls == 0 and "NoSuchLabel" in json.dumps(failed.trace)
     assert tokenizer.decode(failed.completion_ids).rstrip().endswith(f"<answer>{picked[1]['answer']}</answer>")
+
+
+def test_the_certification_benchmark_domain_names_every_arm() -> None:
+    """``benchmarks/certification.yaml`` loads: a noisy pool, the judge on, every arm SFT from the
+    base model with an evaluation row, seeds 0–2 for the uncertified and the strict arm."""
+    from pathlib import Path
+
+    from orchestration.domains import load_domain_file
+
+    cfg = load_domain_file(Path(__file__).resolve().parents[3] / "benchmarks" / "certification.yaml")
+    assert cfg.quiz.noise_config().active and cfg.certify.judge == "on"
+    assert {a.stage for a in cfg.ablations} == {"sft"} and "ablations" not in cfg.train.mechanics_only
+    assert {f"ablation: {a.name}" for a in cfg.ablations} <= set(cfg.evaluate.systems)
+    seeds = {(a.data, a.seed) for a in cfg.ablations}
+    assert {(d, s) for d in ("uncertified", "strict") for s in (0, 1, 2)} <= seeds
+    assert {"strict_partial", "judged"} <= {a.data for a in cfg.ablations}
