@@ -42,6 +42,7 @@ The paper's funnel for its own Quizzers: hard failures 14–21 %, partial ≈ 30
 from __future__ import annotations
 
 import copy
+import hashlib
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -164,7 +165,8 @@ def _question_fault(kind: str, cand: QACandidate, peers: Sequence[QACandidate], 
         ]
         if not others:
             return None
-        made: tuple[str, str] | None = (others[len(cand.id) % len(others)].question, "question of another item")
+        pick = int(hashlib.blake2b(cand.id.encode(), digest_size=2).hexdigest(), 16) % len(others)
+        made: tuple[str, str] | None = (others[pick].question, f"question of {others[pick].id}")
     elif kind == "modifier_change":
         made = modifier_change(cand.question)
     elif kind == "relation_change":

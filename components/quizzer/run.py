@@ -76,12 +76,12 @@ class QuizConfig:
         return config
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            **asdict(self),
-            "backend_options": dict(self.backend_options),
-            "llm": dict(self.llm),
-            "noise": dict(self.noise),
-        }
+        out = {**asdict(self), "backend_options": dict(self.backend_options), "llm": dict(self.llm)}
+        if self.noise:  # named only when set: a domain without noise keeps its fingerprint
+            out["noise"] = dict(self.noise)
+        else:
+            out.pop("noise")
+        return out
 
     def noise_config(self) -> NoiseConfig:
         return NoiseConfig(**checked_options(NoiseConfig, self.noise, "quiz.noise"))
