@@ -199,6 +199,7 @@ def evaluate_available(
         NO_MODEL,
         SystemSpec,
         _worked_examples,
+        ablation_systems,
         dancer_systems,
         evaluate_systems,
         external_rows,
@@ -209,6 +210,7 @@ def evaluate_available(
     from components.llm.registry import model_folder
     from components.store import Catalog
     from components.store.artifact import Artifact
+    from components.training.ablations import ablation_pairs
     from components.training.checkpoint import base_model_dir
     from orchestration.domains import load_domain_file
 
@@ -259,6 +261,11 @@ def evaluate_available(
             else SystemSpec(name, "python_cypher", None, method, "not trained in this run (stopped before it)")
         )
     systems = dancer_systems(systems, {}, cfg.train)  # GraphDancer's rows as the domain trains them
+    pairs = REPORT_PAIRS
+    ablations = art("ablations")  # the certification ablation's arms, when the domain has them
+    if ablations is not None:
+        systems += ablation_systems(ablations)
+        pairs += tuple(ablation_pairs(ablations.summary.get("ablations") or []))
     if only:
         unknown = set(only) - {s.name for s in systems}
         if unknown:
@@ -277,7 +284,7 @@ def evaluate_available(
         cfg.evaluate,
         judge_model_dir=judge_dir(cfg.evaluate, data),
         progress=lambda name, secs: print(f"  evaluated {name}: {secs:.0f} s", file=sys.stderr, flush=True),
-        pairs=REPORT_PAIRS,
+        pairs=pairs,
         external_rows=external,
         train_rows=train_rows,
         record_cache=data / "eval-cache" / cfg.name,  # the eval_reports asset's: its rows are not answered again

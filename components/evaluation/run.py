@@ -34,6 +34,7 @@ from components.evaluation.agents import (
 from components.evaluation.metrics import BREAKDOWNS, SECTIONS, EvalRecord, breakdown, paired_difference, summarize
 from components.llm.precision import resolve_precision
 from components.store.artifact import Artifact, BuildContext, Layer
+from components.training.ablations import ablation_pairs
 from components.training.checkpoint import TrainConfig
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "NORMALISATION",
     "EvalPlan",
     "SystemSpec",
+    "ablation_systems",
     "build_eval_reports",
     "dancer_systems",
     "eval_systems",
@@ -657,21 +659,29 @@ def _all_systems(inputs: Mapping[str, Artifact], base_model: str, few_shot: str 
             "" if dpo_current else "not trained: no preference pairs for the current stage-1 policy",
         ),
     ]
-    return systems + [
+    return systems + ablation_systems(ablations)
+
+
+def ablation_systems(ablations: Artifact) -> list[SystemSpec]:
+    """One row per configured ablation of an ``ablations`` artifact — per training seed, under
+    one name, for an arm trained with several seeds (its CIs then resample seeds)."""
+    return [
         SystemSpec(
             f"ablation: {a['name']}",
             "python_cypher",
             str(ablations.file(a["folder"])),
             _ablation_text(a),
+            train_seed=int(a["seed"]) if len(a.get("seeds") or ()) > 1 else 0,
         )
-        for a in ablations.summary["ablations"]
+        for a in ablations.summary.get("ablations") or []
     ]
 
 
 def _ablation_text(a: Mapping[str, Any]) -> str:
     """What an ablation row is, from its summary record (older records have no stage: GRPO)."""
     if a.get("stage") == "sft":
-        return f"SFT from the base model, data {a['data']} ({a['items']} items), seed {a.get('seed')}"
+        seeds = a.get("seeds") or [a.get("seed")]
+        return f"SFT from the base model, data {a['data']} ({a['items']} items), seeds {seeds}"
     return f"GraphCert GRPO, data {a['data']} ({a['items']} items), reward {a['reward']}"
 
 
@@ -831,7 +841,7 @@ def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: 
         config,
         judge_model_dir=judge_dir(config, ctx.data_root),
         progress=lambda name, s: ctx.log(f"{name}: {s:.1f} s"),
-        pairs=PAIRS,
+        pairs=PAIRS + tuple(ablation_pairs(inputs["ablations"].summary.get("ablations") or [])),
         ood_rows=ood_evaluation_rows(config, db),
         external_rows=external,
         train_rows=train_rows,

@@ -29,8 +29,10 @@ certification — not flagged by the leakage filter. Then:
 
 ``budget: matched`` caps every matched ablation at the size of the smallest matched selection
 (a seeded sample), so e.g. strict-only vs strict + partial differ in composition, not in size.
-``seed`` trains the arm with another seed than the domain's (several seeds of one arm are
-several ablations).
+``seeds`` trains the arm once per training seed (default: the domain's seed alone), each in its
+own folder (``<name>/seed-<s>`` when there are several); the evaluation shows one row per arm
+whose confidence intervals resample seeds, then questions, and pairs every certified SFT arm
+with the uncertified one seed by seed (:func:`ablation_pairs`).
 
 Rewards (GRPO): ``graphcert`` (answer F1 + 0.1·(1 − a)·S_evidence) or ``answer_only`` (GraphCert
 without the evidence reward: the answer's F1 alone).
@@ -58,6 +60,7 @@ __all__ = [
     "answer_only_reward",
     "ablations_from",
     "build_ablations",
+    "ablation_pairs",
     "run_ablation",
     "select_rows",
     "sft_ablation",
@@ -75,7 +78,7 @@ class Ablation:
     reward: str = "graphcert"
     budget: str = "all"  # "all" | "matched"
     stage: str = "grpo"  # "grpo" | "sft"
-    seed: int | None = None  # None: the domain's training seed
+    seeds: tuple[int, ...] = ()  # (): the domain's training seed alone
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.replace("-", "").replace("_", "").replace("+", "").isalnum():
@@ -88,8 +91,23 @@ class Ablation:
             raise ValueError(f"ablation {self.name}: budget is 'all' or 'matched'")
         if self.stage not in STAGES:
             raise ValueError(f"ablation {self.name}: unknown stage {self.stage!r}; known: {STAGES}")
-        if self.seed is not None and (type(self.seed) is not int or self.seed < 0):
-            raise ValueError(f"ablation {self.name}: seed must be a non-negative integer, not {self.seed!r}")
+        seeds = tuple(self.seeds) if isinstance(self.seeds, (list, tuple)) else None
+        if seeds is None or any(type(x) is not int or x < 0 for x in seeds) or len(set(seeds)) != len(seeds):
+            raise ValueError(f"ablation {self.name}: seeds must be distinct non-negative integers, not {self.seeds!r}")
+        object.__setattr__(self, "seeds", seeds)
+
+
+def _params(a: Ablation) -> dict[str, Any]:
+    """An ablation's part of the layer's fingerprint (the fields added later only when set, so
+    earlier ablations keep their checkpoints)."""
+    out = asdict(a)
+    if a.stage == "grpo":
+        out.pop("stage")
+    if a.seeds:
+        out["seeds"] = list(a.seeds)
+    else:
+        out.pop("seeds")
+    return out
 
 
 def ablations_from(raw: Sequence[Mapping[str, Any]] | None) -> tuple[Ablation, ...]:
@@ -247,6 +265,14 @@ def sft_ablation(
     )
 
 
+def ablation_pairs(summary: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    """The evaluation's paired differences of the certification ablation: every certified SFT arm
+    (``ablation: <name>``) against every uncertified SFT arm, from the ablations' summary records."""
+    sft = {(r["name"], r["data"]) for r in summary if r.get("stage") == "sft"}
+    raw = [n for n, d in sorted(sft) if d == "uncertified"]
+    return [(f"ablation: {n}", f"ablation: {u}") for n, d in sorted(sft) if d != "uncertified" for u in raw]
+
+
 @dataclass(frozen=True)
 class AblationPlan:
     """The ``ablations`` layer's config: the domain's training config and its ablations."""
@@ -255,7 +281,7 @@ class AblationPlan:
     ablations: tuple[Ablation, ...] = ()
 
     def params(self) -> dict[str, Any]:
-        return {"train": self.train.resolved_without_dancer(), "ablations": [vars(a) for a in self.ablations]}
+        return {"train": self.train.resolved_without_dancer(), "ablations": [_params(a) for a in self.ablations]}
 
 
 def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir: Path, ctx: BuildContext) -> Artifact:
@@ -278,28 +304,31 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
     for a in plan.ablations:
         if not chosen[a.name]:
             raise ValueError(f"ablation {a.name} selects no training rows")
-        config = train if a.seed is None else replace(train, seed=a.seed)
-        common = {"data_fingerprint": certified.fingerprint, "domain": ctx.domain}
-        snapshot = str(inputs["snapshot"].path)
-        if a.stage == "sft":
-            result = sft_ablation(
-                a, chosen[a.name], snapshot, config, out_dir / a.name, cache_root=ctx.data_root, **common
+        for seed in a.seeds or (train.seed,):
+            config = replace(train, seed=seed)
+            folder = f"{a.name}/seed-{seed}" if len(a.seeds) > 1 else a.name
+            common = {"data_fingerprint": certified.fingerprint, "domain": ctx.domain}
+            snapshot = str(inputs["snapshot"].path)
+            if a.stage == "sft":
+                result = sft_ablation(
+                    a, chosen[a.name], snapshot, config, out_dir / folder, cache_root=ctx.data_root, **common
+                )
+            else:  # GraphCert GRPO anchors the rows it uses
+                result = run_ablation(a, str(start), chosen[a.name], snapshot, config, out_dir / folder, **common)
+            rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
+            summary.append(
+                {
+                    **asdict(a),
+                    "seeds": list(a.seeds),
+                    "seed": seed,
+                    "items": len(chosen[a.name]),
+                    "examples": result.examples,
+                    "folder": folder,
+                    "last_reward": rewards[-1] if rewards else None,
+                    "last_loss": result.losses[-1] if result.losses else None,
+                    "wall_s": result.wall_s,
+                }
             )
-        else:  # GraphCert GRPO anchors the rows it uses
-            result = run_ablation(a, str(start), chosen[a.name], snapshot, config, out_dir / a.name, **common)
-        rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
-        summary.append(
-            {
-                **asdict(a),
-                "seed": config.seed,
-                "items": len(chosen[a.name]),
-                "examples": result.examples,
-                "folder": a.name,
-                "last_reward": rewards[-1] if rewards else None,
-                "last_loss": result.losses[-1] if result.losses else None,
-                "wall_s": result.wall_s,
-            }
-        )
     return ABLATIONS.artifact(
         inputs, plan, ctx, path=out_dir, counts={"checkpoints": len(summary)}, summary={"ablations": summary}
     )

@@ -71,7 +71,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
                 [
                     {"name": "strict-only", "data": "strict"},
                     {"name": "no-evidence-reward", "reward": "answer_only"},
-                    {"name": "uncertified-sft", "data": "uncertified", "stage": "sft", "seed": 1},
+                    {"name": "uncertified-sft", "data": "uncertified", "stage": "sft", "seeds": [0, 1]},
                 ]
             ),
         ),
@@ -170,10 +170,15 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     ]
     abl = {r.data["name"]: r.data for r in materialized["ablations"]["ablations"].value.records}
     assert abl["strict-only"]["data"] == "strict" and abl["no-evidence-reward"]["reward"] == "answer_only"
-    sft = abl["uncertified-sft"]  # SFT from the base model, the warm start's steps, its own seed
-    assert (sft["stage"], sft["seed"], sft["examples"] > 0, sft["last_loss"] is not None) == ("sft", 1, True, True)
+    records = [r.data for r in materialized["ablations"]["ablations"].value.records]
+    sft = [r for r in records if r["name"] == "uncertified-sft"]  # SFT from the base model, one per seed
+    assert [(r["stage"], r["seed"]) for r in sft] == [("sft", 0), ("sft", 1)]
+    assert all(r["examples"] > 0 and r["last_loss"] is not None for r in sft)
     assert abl["strict-only"]["stage"] == "grpo" and abl["strict-only"]["seed"] == 0
-    assert "SFT from the base model" in rows["ablation: uncertified-sft"]["method"]
+    row = rows["ablation: uncertified-sft"]  # one row over both seeds: its CI resamples them
+    assert "SFT from the base model" in row["method"] and "× 2 seeds" in row["questions × samples"]
+    paired = {r.data["difference"] for r in ev["paired"].value.records}
+    assert "ablation: strict-only − ablation: uncertified-sft" not in paired  # GRPO arms are not the ablation's
     assert rows["graphdancer-rl→dpo"]["note"].startswith("not trained")
     assert all("[" in r["F1"] for n, r in rows.items() if n != "graphdancer-rl→dpo")  # every available one: a CI
     assert all("EM non-bool" in r and "grounded EM" in r for n, r in rows.items() if n != "graphdancer-rl→dpo")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from components.training.ablations import Ablation, ablations_from, answer_only_reward, select_rows
+from components.training.ablations import Ablation, ablation_pairs, ablations_from, answer_only_reward, select_rows
 
 
 def _row(i: int, status: str, admitted: bool, node: str, ok: bool = True, leaked: bool = False) -> dict:
@@ -68,6 +68,16 @@ def test_the_judged_selection_needs_the_judges_verdicts() -> None:
     assert len(chosen["c"]) == 7  # the other arms ignore the verdicts
 
 
+def test_every_certified_sft_arm_is_paired_with_the_uncertified_one() -> None:
+    summary = [{"name": "raw", "data": "uncertified", "stage": "sft", "seed": s} for s in (0, 1)] + [
+        {"name": "strict", "data": "strict", "stage": "sft", "seed": 0},
+        {"name": "judged", "data": "judged", "stage": "sft", "seed": 0},
+        {"name": "grpo-strict", "data": "strict", "stage": "grpo", "seed": 0},
+    ]
+    assert ablation_pairs(summary) == [("ablation: judged", "ablation: raw"), ("ablation: strict", "ablation: raw")]
+    assert ablation_pairs(summary[2:]) == []  # no uncertified arm: nothing to pair with
+
+
 def test_config_errors_and_answer_only_reward() -> None:
     with pytest.raises(ValueError, match="unknown data"):
         Ablation("x", data="everything")
@@ -77,8 +87,11 @@ def test_config_errors_and_answer_only_reward() -> None:
         ablations_from([{"name": "a", "steps": 3}])
     with pytest.raises(ValueError, match="unknown stage"):
         Ablation("x", stage="rl")
-    with pytest.raises(ValueError, match="seed must be"):
-        Ablation("x", seed=-1)
+    with pytest.raises(ValueError, match="seeds must be"):
+        Ablation("x", seeds=[-1])
+    with pytest.raises(ValueError, match="seeds must be"):
+        Ablation("x", seeds=[1, 1])
+    assert Ablation("x", seeds=[2, 0]).seeds == (2, 0)
     gold = ["MATCH (a:Author)-[:WROTE]->(p:Paper) RETURN a.name"]
     kwargs = {"answer": ["Ann"], "evidence_queries": [gold], "pred_evidence": [gold]}
     from components.rubric.rewards import graphcert_reward
@@ -106,7 +119,7 @@ def test_an_sft_arm_trains_on_claimed_answers_and_failed_programs(tmp_path) -> N
     load_graph(demo.generate("academic", seed=0, scale=300), db)
     run = run_quiz(str(db), QuizConfig(template_n=40, llm_n=0, noise={"hard": 0.5, "seed": 1}))
     rows = run_certification(run.candidates, str(db), CertifyConfig(fault_sample=0)).rows
-    arm = Ablation("uncertified", data="uncertified", stage="sft", seed=0)
+    arm = Ablation("uncertified", data="uncertified", stage="sft")
     (chosen,) = select_rows([arm], rows, []).values()
     assert {r["status"] for r in chosen} == {"strict", "hard_failure"}
     config = TrainConfig(preset="cpu-tiny", max_steps=2, threads=1)
@@ -149,6 +162,6 @@ def test_the_certification_benchmark_domain_names_every_arm() -> None:
     assert cfg.quiz.noise_config().active and cfg.certify.judge == "on"
     assert {a.stage for a in cfg.ablations} == {"sft"} and "ablations" not in cfg.train.mechanics_only
     assert {f"ablation: {a.name}" for a in cfg.ablations} <= set(cfg.evaluate.systems)
-    seeds = {(a.data, a.seed) for a in cfg.ablations}
-    assert {(d, s) for d in ("uncertified", "strict") for s in (0, 1, 2)} <= seeds
+    seeds = {a.data: a.seeds for a in cfg.ablations}
+    assert seeds["uncertified"] == seeds["strict"] == (0, 1, 2)
     assert {"strict_partial", "judged"} <= {a.data for a in cfg.ablations}
