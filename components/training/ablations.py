@@ -301,14 +301,14 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
     summary = []
     train = plan.train.for_stage("ablations")
     start = stage_start(plan.train, "ablations", inputs["checkpoint"].path, ctx.data_root)
+    common = {"data_fingerprint": certified.fingerprint, "domain": ctx.domain}
+    snapshot = str(inputs["snapshot"].path)
     for a in plan.ablations:
         if not chosen[a.name]:
             raise ValueError(f"ablation {a.name} selects no training rows")
         for seed in a.seeds or (train.seed,):
             config = replace(train, seed=seed)
             folder = f"{a.name}/seed-{seed}" if len(a.seeds) > 1 else a.name
-            common = {"data_fingerprint": certified.fingerprint, "domain": ctx.domain}
-            snapshot = str(inputs["snapshot"].path)
             if a.stage == "sft":
                 result = sft_ablation(
                     a, chosen[a.name], snapshot, config, out_dir / folder, cache_root=ctx.data_root, **common
