@@ -76,7 +76,15 @@ def _report_metadata(art: Artifact) -> dict:
     if "systems" in s:  # a domain's evaluation
         out.update(systems=_table(s["systems"]), questions=s["questions"], judge_model=s["judge_model"])
         out["seeds"] = dg.MetadataValue.json(s["seeds"])
-        for key in ("paired", "by_answer_type", "external_systems", "external_paired", "external_by_answer_type"):
+        for key in (
+            "paired",
+            "by_answer_type",
+            "external_systems",
+            "external_paired",
+            "external_by_answer_type",
+            "data_funnel",
+            "data_by_source",
+        ):
             if s.get(key):
                 out[key] = _table(s[key])
         if s.get("external_outside"):

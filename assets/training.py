@@ -77,6 +77,7 @@ ABLATION_COLUMNS = [(c, "string") for c in ("name", "stage", "data", "reward", "
     ("last_reward", "float"),
     ("last_loss", "float"),
     ("wall_s", "float"),
+    ("reused", "bool"),
 ]
 
 

@@ -16,7 +16,10 @@ from typing import Any
 from components.evaluation.metrics import OUTCOMES
 
 __all__ = [
+    "DATA_BY_SOURCE",
+    "DATA_FUNNEL",
     "breakdown_rows",
+    "data_tables",
     "fmt_num",
     "grit_tables",
     "html_page",
@@ -31,6 +34,8 @@ __all__ = [
     "write_report",
 ]
 
+DATA_FUNNEL = "Training data: the certification funnel"
+DATA_BY_SOURCE = "Training data by source"
 _COLUMNS = (
     ("em", "EM"),
     ("em_nonbool", "EM non-bool"),
@@ -200,6 +205,23 @@ def section_tables(report: Mapping[str, Any]) -> list[tuple[str, list[dict[str, 
     return out
 
 
+def data_tables(report: Mapping[str, Any]) -> list[tuple[str, list[dict[str, str]]]]:
+    """The training data the evaluated systems were made from: the certification funnel of the
+    ``certified`` input (candidates → hard failures → strict / partial → judge → leakage →
+    admitted) and, for a pool with several sources (a noisy pool, the LLM Quizzer beside the
+    templates), the same per source — so a row of the report can be read against what
+    certification removed from its data. Empty when the report has no ``data`` part."""
+    data = report.get("data") or {}
+    out = []
+    if data.get("funnel"):
+        out.append((DATA_FUNNEL, [{"stage": s, "items": str(c)} for s, c in data["funnel"]]))
+    if len({r["source"] for r in data.get("by_source") or []}) > 1:
+        rows = data["by_source"]
+        keep = [k for k in rows[0] if k in ("source", "kind", "candidates", "admitted") or any(r[k] for r in rows)]
+        out.append((DATA_BY_SOURCE, [{k: str(r[k]) for k in keep} for r in rows]))
+    return out
+
+
 def skipped_table(report: Mapping[str, Any]) -> list[dict[str, str]]:
     """The questions of an external file that were not scorable, each with its reason."""
     return [
@@ -233,6 +255,7 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
         "",
         *_external_lines(report),
         *[part for t, rows in section_tables(report) for part in (f"## {t}", "", md_table(rows) or "(none)", "")],
+        *_data_lines(report),
         "## Questions skipped",
         "",
         md_table(skipped_table(report)) or "(none)",
@@ -253,6 +276,17 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
     for name, path in (plots or {}).items():
         parts += [f"![{name}]({Path(path).name})", ""]
     return "\n".join(parts)
+
+
+def _data_lines(report: Mapping[str, Any]) -> list[str]:
+    from components.certify.dataset import funnel_chart
+
+    out = []
+    for title, rows in data_tables(report):
+        out += [f"## {title}", "", md_table(rows), ""]
+        if title == DATA_FUNNEL:
+            out += [funnel_chart([(r["stage"], int(r["items"])) for r in rows]), ""]
+    return out
 
 
 def _external_lines(report: Mapping[str, Any]) -> list[str]:
@@ -361,7 +395,7 @@ def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[st
     plots = _plots(report, folder)
     md = markdown_report(report, title, plots)
     (folder / "report.md").write_text(md)
-    tables = [*section_tables(report), ("Questions skipped", skipped_table(report))]
+    tables = [*section_tables(report), *data_tables(report), ("Questions skipped", skipped_table(report))]
     (folder / "report.html").write_text(html_page(md, plots, title, tables))
     return {
         "json": str(folder / "report.json"),

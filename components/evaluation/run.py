@@ -688,9 +688,18 @@ def _ablation_text(a: Mapping[str, Any]) -> str:
 def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir: Path) -> dict[str, Any]:
     """An evaluation artifact's summary: its files (relative to the artifact's folder), the
     side-by-side table, the question count, seeds and judge."""
-    from components.evaluation.report import breakdown_rows, main_table, ood_table, paired_table, relative_files
+    from components.evaluation.report import (
+        DATA_BY_SOURCE,
+        DATA_FUNNEL,
+        breakdown_rows,
+        data_tables,
+        main_table,
+        ood_table,
+        paired_table,
+        relative_files,
+    )
 
-    ood = report.get("ood") or {}
+    ood, data = report.get("ood") or {}, dict(data_tables(report))
     ext = report.get("external") or {}
     external = (
         {
@@ -715,6 +724,8 @@ def report_summary(report: Mapping[str, Any], files: Mapping[str, str], out_dir:
         "questions_skipped": len(report.get("questions_skipped") or []),
         "seeds": list(report["seeds"]),
         "judge_model": report["judge_model"],
+        "data_funnel": data.get(DATA_FUNNEL, []),
+        "data_by_source": data.get(DATA_BY_SOURCE, []),
     }
 
 
@@ -852,6 +863,8 @@ def build_eval_reports(inputs: Mapping[str, Artifact], plan: EvalPlan, out_dir: 
     report["external"] = (
         {"file": config.external, "skipped": len(external_skipped), **outside} if config.external else {}
     )
+    certified = inputs["certified"].summary
+    report["data"] = {"funnel": certified.get("funnel") or [], "by_source": certified.get("funnel_by_source") or []}
     files = write_report(report, out_dir, f"graphdojo evaluation — {ctx.domain}")
     return EVAL_REPORTS.artifact(
         inputs,

@@ -42,14 +42,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
 from components.options import checked_options
 from components.store.artifact import Artifact, BuildContext, Layer
-from components.store.fingerprint import read_parquet
+from components.store.fingerprint import chain_fingerprint, read_parquet
 
 __all__ = [
     "ABLATIONS",
@@ -298,7 +298,6 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
     )
     from components.training.checkpoint import stage_start
 
-    summary = []
     train = plan.train.for_stage("ablations")
     start = stage_start(plan.train, "ablations", inputs["checkpoint"].path, ctx.data_root)
     common = {"data_fingerprint": certified.fingerprint, "domain": ctx.domain}
@@ -306,32 +305,98 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
     for a in plan.ablations:
         if not chosen[a.name]:
             raise ValueError(f"ablation {a.name} selects no training rows")
-        for seed in a.seeds or (train.seed,):
-            config = replace(train, seed=seed)
-            folder = f"{a.name}/seed-{seed}" if len(a.seeds) > 1 else a.name
-            if a.stage == "sft":
-                result = sft_ablation(
-                    a, chosen[a.name], snapshot, config, out_dir / folder, cache_root=ctx.data_root, **common
-                )
-            else:  # GraphCert GRPO anchors the rows it uses
-                result = run_ablation(a, str(start), chosen[a.name], snapshot, config, out_dir / folder, **common)
-            rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
-            summary.append(
-                {
-                    **asdict(a),
-                    "seeds": list(a.seeds),
-                    "seed": seed,
-                    "items": len(chosen[a.name]),
-                    "examples": result.examples,
-                    "folder": folder,
-                    "last_reward": rewards[-1] if rewards else None,
-                    "last_loss": result.losses[-1] if result.losses else None,
-                    "wall_s": result.wall_s,
-                }
-            )
+
+    def train_arm(a: Ablation, seed: int, folder: Path) -> Any:
+        config = replace(train, seed=seed)
+        if a.stage == "sft":
+            return sft_ablation(a, chosen[a.name], snapshot, config, folder, cache_root=ctx.data_root, **common)
+        return run_ablation(a, str(start), chosen[a.name], snapshot, config, folder, **common)  # anchors its rows
+
+    parents = [inputs[k].fingerprint for k in sorted(inputs) if k != "checkpoint"]
+    summary = []
+    for a, seed in arm_order(plan.ablations, train.seed):
+        folder = f"{a.name}/seed-{seed}" if len(a.seeds) > 1 else a.name
+        arm_parents = parents + ([inputs["checkpoint"].fingerprint] if a.stage == "grpo" else [])
+        key = chain_fingerprint(arm_parents, f"ablation-arm:{ABLATIONS.code_version}", _arm_params(a, seed, train))
+        cache = Path(ctx.data_root) / "ablation-arms" / ctx.domain / key
+        record = cached_arm(cache, out_dir / folder, lambda d, a=a, seed=seed: train_arm(a, seed, d))
+        ctx.log(f"ablation {folder}: {'reused' if record['reused'] else 'trained'} ({record['wall_s']:.0f} s)")
+        summary.append(
+            {
+                **asdict(a),
+                "seeds": list(a.seeds),
+                "seed": seed,
+                "items": len(chosen[a.name]),
+                "folder": folder,
+                **{k: record[k] for k in ("examples", "last_reward", "last_loss", "wall_s", "reused")},
+            }
+        )
+    rank = {a.name: i for i, a in enumerate(plan.ablations)}
+    summary.sort(key=lambda r: (rank[r["name"]], r["seed"]))
     return ABLATIONS.artifact(
         inputs, plan, ctx, path=out_dir, counts={"checkpoints": len(summary)}, summary={"ablations": summary}
     )
+
+
+def arm_order(ablations: Sequence[Ablation], default_seed: int) -> list[tuple[Ablation, int]]:
+    """The order the arms train in: every ablation's first seed, then every second seed, and so
+    on — so a run stopped part-way (a session's time, a crash) leaves one of each arm cached
+    before any arm's extra seeds (:func:`cached_arm`)."""
+    seeds = {a.name: list(a.seeds) or [default_seed] for a in ablations}
+    depth = max((len(s) for s in seeds.values()), default=0)
+    return [(a, seeds[a.name][i]) for i in range(depth) for a in ablations if i < len(seeds[a.name])]
+
+
+def _arm_params(a: Ablation, seed: int, train: Any) -> dict[str, Any]:
+    """What one arm's checkpoint depends on besides its inputs and code: the ablation without its
+    seed list (adding a seed keeps the others' checkpoints), the seed and the training config."""
+    return {
+        "ablation": {k: v for k, v in _params(a).items() if k != "seeds"},
+        "seed": seed,
+        "train": train.resolved_without_dancer(),
+    }
+
+
+def cached_arm(cache: Path, folder: Path, train: Callable[[Path], Any]) -> dict[str, Any]:
+    """One arm's checkpoint in ``folder``, trained once: ``train(dir)`` writes it into a
+    temporary folder beside ``cache``, which becomes ``cache`` (one rename) with an ``arm.json``
+    record (examples, last reward or loss, time) once it is complete; later runs — the same
+    inputs, code, arm, seed and config — hard-link (or copy) it into ``folder`` instead of
+    training again. Returns the record with ``reused``."""
+    import shutil
+
+    record_file = cache / "arm.json"
+    reused = record_file.exists()
+    if not reused:
+        tmp = cache.with_name(cache.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        result = train(tmp)
+        rewards = [c["reward"] for c in result.curves if c.get("reward") is not None]
+        record = {
+            "examples": result.examples,
+            "last_reward": rewards[-1] if rewards else None,
+            "last_loss": result.losses[-1] if result.losses else None,
+            "wall_s": result.wall_s,
+        }
+        (tmp / "arm.json").write_text(json.dumps(record))
+        shutil.rmtree(cache, ignore_errors=True)
+        tmp.rename(cache)
+    record = json.loads(record_file.read_text())
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(
+        cache, folder, copy_function=_link_or_copy, ignore=shutil.ignore_patterns("arm.json"), dirs_exist_ok=True
+    )
+    return {**record, "reused": reused}
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    import os
+    import shutil
+
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)
 
 
 ABLATIONS: Final = Layer("ablations", build_ablations, AblationPlan.params)

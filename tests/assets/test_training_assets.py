@@ -173,7 +173,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     records = [r.data for r in materialized["ablations"]["ablations"].value.records]
     sft = [r for r in records if r["name"] == "uncertified-sft"]  # SFT from the base model, one per seed
     assert [(r["stage"], r["seed"]) for r in sft] == [("sft", 0), ("sft", 1)]
-    assert all(r["examples"] > 0 and r["last_loss"] is not None for r in sft)
+    assert all(r["examples"] > 0 and r["last_loss"] is not None and r["reused"] is False for r in sft)
     assert abl["strict-only"]["stage"] == "grpo" and abl["strict-only"]["seed"] == 0
     row = rows["ablation: uncertified-sft"]  # one row over both seeds: its CI resamples them
     assert "SFT from the base model" in row["method"] and "× 2 seeds" in row["questions × samples"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from components.evaluation.metrics import EvalRecord, bootstrap_ci, breakdown, records_from, summarize
-from components.evaluation.report import main_table, write_report
+from components.evaluation.report import data_tables, main_table, write_report
 
 
 def _rec(seed: int, qid: str, answer: str | None, gold: str = "Ada", **kw) -> EvalRecord:
@@ -101,6 +101,28 @@ def test_breakdown_and_round_trip() -> None:
     assert [r.outcome for r in back] == [r.outcome for r in recs]
 
 
+def _noisy_data() -> dict:
+    """A report's ``data`` part as :func:`components.evaluation.run.build_eval_reports` makes it:
+    the funnel of three certified rows of a noisy pool (two template items, one hard fault)."""
+    from components.certify.dataset import funnel, funnel_by_source
+
+    def row(source: str, status: str, admitted: bool) -> dict:
+        reasons = ["execution_failure"] if status == "hard_failure" else []
+        meta = json.dumps({"pool": {"source": source, "kind": source}})
+        return {
+            "status": status,
+            "reasons": reasons,
+            "verdict": "skipped",
+            "leaked": False,
+            "admitted": admitted,
+            "quizzer": "template",
+            "meta_json": meta,
+        }
+
+    rows = [row("template", "strict", True), row("template", "strict", False), row("hard", "hard_failure", False)]
+    return {"funnel": funnel(rows), "by_source": funnel_by_source(rows)}
+
+
 def test_report_files(tmp_path: Path) -> None:
     recs = [
         _rec(s, str(q), "Ada" if q % 2 else "Bob", valid_format=True, judge=bool(q % 2), level="easy")
@@ -128,6 +150,9 @@ def test_report_files(tmp_path: Path) -> None:
         "records": [r.to_dict() for r in recs],
     }
     paths = write_report(report, tmp_path / "r", "test report")
+    assert "Training data" not in Path(paths["markdown"]).read_text()  # no data part, no data section
+    report["data"] = _noisy_data()
+    paths = write_report(report, tmp_path / "r", "test report")
     page = Path(paths["html"]).read_text()
     assert page.count("data:image/png;base64,") == 2 and 'src="http' not in page  # self-contained
     assert "not trained: no preference pairs" in page and "judge-x" in page
@@ -138,6 +163,15 @@ def test_report_files(tmp_path: Path) -> None:
     table = main_table(report)
     assert table[0]["EM"].startswith("0.500") and table[1]["note"].startswith("not trained")
     assert json.loads(Path(paths["json"]).read_text())["seeds"] == [0, 1, 2]
+    # the data the systems were trained on: the funnel (table and chart) and the pool by source
+    assert "## Training data: the certification funnel" in md and "| hard_failure:execution_failure | 1 |" in md
+    assert "admitted" in md.split("```text")[1] and "<h2>Training data by source</h2>" in page
+    by_source = next(rows for title, rows in data_tables(report) if title == "Training data by source")
+    assert [(r["source"], r["candidates"], r["admitted"]) for r in by_source] == [
+        ("template", "2", "1"),
+        ("hard", "1", "0"),
+    ]
+    assert "judge_reject" not in by_source[0] and by_source[1]["hard_failure"] == "1"  # all-zero columns left out
     with pytest.raises(ValueError, match="unknown eval options"):
         from components.evaluation.agents import EvalConfig
 

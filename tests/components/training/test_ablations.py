@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from components.training.ablations import Ablation, ablation_pairs, ablations_from, answer_only_reward, select_rows
+from components.training.ablations import (
+    Ablation,
+    ablation_pairs,
+    ablations_from,
+    answer_only_reward,
+    arm_order,
+    cached_arm,
+    select_rows,
+)
 
 
 def _row(i: int, status: str, admitted: bool, node: str, ok: bool = True, leaked: bool = False) -> dict:
@@ -165,3 +173,45 @@ def test_the_certification_benchmark_domain_names_every_arm() -> None:
     seeds = {a.data: a.seeds for a in cfg.ablations}
     assert seeds["uncertified"] == seeds["strict"] == (0, 1, 2)
     assert {"strict_partial", "judged"} <= {a.data for a in cfg.ablations}
+
+
+def test_arms_train_seed_by_seed_and_are_trained_once(tmp_path) -> None:
+    """A run stopped part-way keeps one checkpoint of every arm before any arm's extra seeds, and a
+    later run links the cached checkpoint instead of training again; a training that fails leaves
+    no cached arm behind."""
+    from types import SimpleNamespace
+
+    raw = Ablation("raw", data="uncertified", stage="sft", seeds=(0, 1, 2))
+    strict = Ablation("strict", data="strict", stage="sft", seeds=(0, 1))
+    judged = Ablation("judged", data="judged", stage="sft")
+    order = [(a.name, s) for a, s in arm_order([raw, strict, judged], default_seed=7)]
+    assert order == [("raw", 0), ("strict", 0), ("judged", 7), ("raw", 1), ("strict", 1), ("raw", 2)]
+
+    calls = []
+
+    def train(folder):
+        calls.append(folder)
+        (folder / "weights").mkdir(parents=True)
+        (folder / "weights" / "model.bin").write_bytes(b"w" * 10)
+        return SimpleNamespace(examples=4, curves=[{"step": 1, "loss": 0.5}], losses=[0.5], wall_s=1.5)
+
+    cache = tmp_path / "cache" / "key"
+    first = cached_arm(cache, tmp_path / "run1" / "raw" / "seed-0", train)
+    second = cached_arm(cache, tmp_path / "run2" / "raw" / "seed-0", train)
+    assert len(calls) == 1 and first["reused"] is False and second["reused"] is True
+    assert {k: second[k] for k in ("examples", "last_loss", "last_reward", "wall_s")} == {
+        "examples": 4,
+        "last_loss": 0.5,
+        "last_reward": None,
+        "wall_s": 1.5,
+    }
+    linked = tmp_path / "run2" / "raw" / "seed-0" / "weights" / "model.bin"
+    assert linked.read_bytes() == b"w" * 10 and not (linked.parent.parent / "arm.json").exists()
+
+    def crash(folder):
+        folder.mkdir(parents=True)
+        raise RuntimeError("out of memory")
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        cached_arm(tmp_path / "cache" / "other", tmp_path / "run3" / "x", crash)
+    assert not (tmp_path / "cache" / "other").exists()  # the next run trains it again
