@@ -285,7 +285,7 @@ def _data_lines(report: Mapping[str, Any]) -> list[str]:
     for title, rows in data_tables(report):
         out += [f"## {title}", "", md_table(rows), ""]
         if title == DATA_FUNNEL:
-            out += [funnel_chart([(r["stage"], int(r["items"])) for r in rows]), ""]
+            out += [funnel_chart(report["data"]["funnel"]), ""]
     return out
 
 
