@@ -73,6 +73,8 @@ def _report_metadata(art: Artifact) -> dict:
     s, files = art.summary, art.summary["files"]
     out = {"report_html": dg.MetadataValue.path(str(art.file(files["html"])))}
     out["report_md"] = dg.MetadataValue.md(Path(art.file(files["markdown"])).read_text())
+    if files.get("transcripts"):  # episodes to read beside the tables
+        out["transcripts"] = dg.MetadataValue.path(str(art.file(files["transcripts"])))
     if "systems" in s:  # a domain's evaluation
         out.update(systems=_table(s["systems"]), questions=s["questions"], judge_model=s["judge_model"])
         out["seeds"] = dg.MetadataValue.json(s["seeds"])

@@ -132,6 +132,7 @@ __all__ = [
     "check_reexecution",
     "check_schema_static",
     "replay_key",
+    "triple_fault",
 ]
 
 VERDICTS: Final = ("pass", "fail", "undetermined")
@@ -344,18 +345,10 @@ def _triple(s: str | None, t: str, d: str | None) -> str:
     return f"(:{s or ''})-[:{t}]->(:{d or ''})"
 
 
-def _static_query_fault(query: str, schema: GraphSchema) -> tuple[str, str] | None:
-    """Check 2 for one query text: ``(reason, detail)`` of its first fault, or ``None``."""
-    try:
-        parsed = check_read_only(query)
-    except DialectError as exc:
-        return "dialect_divergence", str(exc)
-    except GraphError as exc:  # cannot happen after check 1; never let it pass silently
-        return "format_error", str(exc)
-    try:
-        check_schema(parsed, schema)
-    except SchemaError as exc:
-        return "schema_error", str(exc)
+def triple_fault(parsed: Any, schema: GraphSchema) -> tuple[str, str] | None:
+    """``(reason, detail)`` for the first relationship pattern of a parsed query that no schema
+    triple can match (``direction_error`` when the schema has it the other way round,
+    ``schema_error`` otherwise): such a pattern matches nothing on this graph, or ``None``."""
     for t in used_triples(parsed):
         if t.type is None:
             continue
@@ -372,6 +365,24 @@ def _static_query_fault(query: str, schema: GraphSchema) -> tuple[str, str] | No
             return "schema_error", (
                 f"no schema triple for (:{t.source or ''})-[:{t.type}]-(:{t.target or ''}) in either direction"
             )
+    return None
+
+
+def _static_query_fault(query: str, schema: GraphSchema) -> tuple[str, str] | None:
+    """Check 2 for one query text: ``(reason, detail)`` of its first fault, or ``None``."""
+    try:
+        parsed = check_read_only(query)
+    except DialectError as exc:
+        return "dialect_divergence", str(exc)
+    except GraphError as exc:  # cannot happen after check 1; never let it pass silently
+        return "format_error", str(exc)
+    try:
+        check_schema(parsed, schema)
+    except SchemaError as exc:
+        return "schema_error", str(exc)
+    fault = triple_fault(parsed, schema)
+    if fault is not None:
+        return fault
     for rewrite in (to_ladybug, to_neo4j):
         try:
             rewrite(parsed)

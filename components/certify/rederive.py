@@ -3,7 +3,8 @@
 "Does this question mean what the program computes?" is hard for a small model to judge by
 reading; writing a query for a question is what a code model does well. So the judge model is
 given what a stranger to the candidate would have — the **question**, its **answer type**, the
-graph's **schema**, the **nodes the question names** (found by the code, see below) and
+graph's **schema** with what each relationship direction means in words (:func:`directions`), the
+**nodes the question names** (found by the code, see below) and
 **worked examples made on this graph** — and never the candidate's program, evidence or answer.
 It writes its own read-only Cypher query ``k`` times (sampled), each query runs through the
 read-only query path, each result is read as the answer type asks, and the typed answers are
@@ -32,7 +33,19 @@ is a number; a *set* is one row holding a list, or the column's distinct values 
 An empty result, ``NULL`` or a result that does
 not read as the type gives no answer.
 
-**Verdict** (:func:`decide`) over the ``k`` derivations: those with an answer are *executable*;
+**A repair turn** (``repairs``, 1): a derivation whose query the graph refused or failed on, or
+whose result does not read as the answer type (:data:`REPAIRABLE`), is shown the error and written
+again, all of them in one batched call; the new attempt replaces it (the old one kept as
+``first``).
+
+**A reading the graph cannot hold**: a query with a relationship pattern no schema triple can
+match (:func:`components.certify.checks.triple_fault`: a paper that "wrote" a venue, a direction
+turned round) is not run; its status is ``impossible`` and its answer *nothing*
+(:data:`NO_SUCH_RELATIONSHIP`; "no" for a yes/no question), and it votes like any other answer —
+a question whose relation was swapped for one its labels do not have asks for nothing, so a
+candidate claiming members or a value disagrees with it.
+
+**Verdict** (:func:`decide`) over the ``k`` derivations: those with an answer (:data:`ANSWERED`) are *executable*;
 none → ``uncertain``; a majority of them equal to the candidate's answer → ``accept``; the most
 common answer differs from the candidate's, is backed by at least ``min_votes`` derivations (1) and
 by more derivations than agree → ``reject`` (the judge's own answer is recorded); anything else →
@@ -53,19 +66,25 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from components.certify.checks import triple_fault
+from components.cypher.safety import check_read_only
 from components.graph.schema import GraphSchema
 from components.llm.base import ChatMessage, GenerationBackend, SamplingParams
 from components.quizzer.context import display_property
 from components.rubric.metrics import answers_equal, canonical_text
 
 __all__ = [
+    "ANSWERED",
     "DERIVATION_STATUSES",
+    "NO_SUCH_RELATIONSHIP",
+    "REPAIRABLE",
     "Derivation",
     "Example",
     "Rederiver",
     "RederiveVerdict",
     "bind_missing",
     "decide",
+    "directions",
     "examples_from",
     "judge_examples",
     "link_entities",
@@ -74,7 +93,22 @@ __all__ = [
 ]
 
 #: what became of one derivation: ``answer`` (executable, typed), or why it has none
-DERIVATION_STATUSES: Final = ("answer", "no_query", "bad_params", "refused", "failed", "empty", "untyped")
+DERIVATION_STATUSES: Final = (
+    "answer",
+    "impossible",
+    "no_query",
+    "bad_params",
+    "refused",
+    "failed",
+    "empty",
+    "untyped",
+)
+#: the statuses whose derivation has an answer that takes part in the vote
+ANSWERED: Final = ("answer", "impossible")
+#: the statuses a repair turn is asked for: the query ran into an error the model can read
+REPAIRABLE: Final = ("refused", "failed", "untyped")
+#: the answer of a derivation whose pattern no schema triple can match (a yes/no question: "no")
+NO_SUCH_RELATIONSHIP: Final = "(nothing: the schema has no such relationship)"
 
 _QUOTED: Final = re.compile(r'"([^"\n]{1,200})"|“([^”\n]{1,200})”')
 _FENCE: Final = re.compile(r"```[ \t]*(?:cypher|sql)?[ \t]*\n(.*?)(?:```|$)", re.DOTALL | re.IGNORECASE)
@@ -84,9 +118,15 @@ _WORD: Final = re.compile(r"[a-z]+")
 _MAX_ROWS: Final = 500
 _MAX_LINKS: Final = 3  # nodes listed per quoted name
 
+_REPAIR: Final = (
+    "Running that query gave: {detail}\n"
+    "Write the corrected query for the same question, in the same form: a ```cypher block, then PARAMS."
+)
+
 _SYSTEM: Final = (
     "You write ONE read-only Cypher query that answers a question about this property graph.\n\n"
     "{schema}\n\n"
+    "What each relationship direction means:\n{directions}\n\n"
     "Rules:\n"
     '- Anchor on the nodes listed under "Nodes named in the question" by their key, with parameters '
     "($start, $other, $ids).\n"
@@ -119,8 +159,9 @@ class Derivation:
     status: str
     query: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    answer: Any = None  # the typed result's canonical text when status == "answer"
+    answer: Any = None  # the typed result's canonical text when status is one of ANSWERED
     detail: str = ""
+    first: Derivation | None = None  # the attempt a repair turn replaced
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -130,6 +171,7 @@ class Derivation:
             "params": self.params,
             "answer": self.answer,
             "detail": self.detail,
+            "first": None if self.first is None else self.first.to_json(),
         }
 
 
@@ -138,9 +180,9 @@ class RederiveVerdict:
     """The re-derivation stage's outcome for one candidate."""
 
     verdict: str  # accept | reject | uncertain
-    derived: str | None  # the judge's own answer (the most common executable one), if any
+    derived: str | None  # the judge's own answer (the most common one), if any
     agree: int  # derivations whose answer equals the candidate's
-    executable: int  # derivations with an answer
+    executable: int  # derivations with an answer (ANSWERED)
     derivations: list[Derivation]
     entities: list[dict[str, Any]] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)  # the worked examples' questions shown
@@ -161,6 +203,39 @@ class RederiveVerdict:
             "completion_tokens": self.completion_tokens,
             "error": self.error,
         }
+
+
+def _verb(rel_type: str, *, plural: bool = False) -> str:
+    """The type's name as a verb phrase; ``plural`` turns a third-person "cites" into "cite"."""
+    words = rel_type.replace("_", " ").lower().split()
+    if plural and words and words[0].endswith("s") and not words[0].endswith("ss"):
+        words[0] = words[0][:-1]
+    return " ".join(words)
+
+
+def directions(schema: GraphSchema) -> str:
+    """Each relationship triple of ``schema`` in words, with the pattern for each of its two
+    readings from a named node ``x`` — "the Papers that X cites" against "the Papers that cite X"
+    is where a small model's query most often turns round (docs/certification.md)::
+
+        (a:Paper)-[:CITES]->(b:Paper) reads "a cites b":
+          the Papers that X cites: (x:Paper {id: $start})-[:CITES]->(b:Paper)
+          the Papers that cite X: (a:Paper)-[:CITES]->(x:Paper {id: $start})
+
+    Made from the schema alone (the type's name as the verb), so it holds on any graph."""
+    lines = []
+    for r in schema.rel_types:
+        verb = _verb(r.type)
+        for t in r.triples:
+            src_key = schema.labels[t.source].primary_key if t.source in schema.labels else "id"
+            dst_key = schema.labels[t.target].primary_key if t.target in schema.labels else "id"
+            lines += [
+                f'(a:{t.source})-[:{r.type}]->(b:{t.target}) reads "a {verb} b":',
+                f"  the {t.target}s that X {verb}: (x:{t.source} {{{src_key}: $start}})-[:{r.type}]->(b:{t.target})",
+                f"  the {t.source}s that {_verb(r.type, plural=True)} X: "
+                f"(a:{t.source})-[:{r.type}]->(x:{t.target} {{{dst_key}: $start}})",
+            ]
+    return "\n".join(lines) if lines else "(no relationships)"
 
 
 def _words(question: str) -> frozenset[str]:
@@ -378,6 +453,7 @@ class Rederiver:
     max_new_tokens: int = 200
     seed: int | None = 0
     timeout_ms: int = 5000
+    repairs: int = 1  # turns a derivation whose query failed gets, shown the error (0: none)
 
     def _pick(self, question: str) -> list[Example]:
         words = _words(question)
@@ -394,7 +470,10 @@ class Rederiver:
         """The chat of one derivation (system, worked examples as turns, the task) and the
         examples' questions."""
         msgs: list[ChatMessage] = [
-            {"role": "system", "content": _SYSTEM.format(schema=self.schema.to_text(counts=False))}
+            {
+                "role": "system",
+                "content": _SYSTEM.format(schema=self.schema.to_text(counts=False), directions=directions(self.schema)),
+            }
         ]
         picked = self._pick(question)
         for ex in picked:
@@ -411,6 +490,13 @@ class Rederiver:
         if params is None:
             return Derivation(text, "bad_params", query, detail=problem)
         params = bind_missing(query, params, entities)
+        try:
+            fault = triple_fault(check_read_only(query), self.schema)
+        except Exception:  # noqa: BLE001 - a query that does not parse is refused by the query path below
+            fault = None
+        if fault is not None:  # the reading needs a relationship this graph cannot hold: it answers "nothing"
+            none = canonical_text(False, "boolean") if answer_type == "boolean" else NO_SUCH_RELATIONSHIP
+            return Derivation(text, "impossible", query, params, answer=none, detail=f"{fault[0]}: {fault[1]}")
         try:
             result = self.query_path.run(query, params, limit=_MAX_ROWS, timeout_ms=self.timeout_ms)
         except Exception as exc:  # noqa: BLE001 - any failure is a derivation without an answer
@@ -446,18 +532,59 @@ class Rederiver:
         except Exception as exc:  # noqa: BLE001 - a backend failure is an uncertain verdict
             err = f"rederive: {type(exc).__name__}: {exc}"[:2000]
             return [RederiveVerdict("uncertain", None, 0, 0, [], entities[k], shown[k], error=err) for k in keys]
-        derived = {}
+        derived: dict[tuple[str, str], list[Derivation]] = {}
+        tokens = {key: [0, 0] for key in unique}
         for key, gens in zip(unique, out, strict=True):
             gens = [g for g in gens or [] if g]
-            derived[key] = (
-                [self._run(g.text, key[1], entities[key]) for g in gens],
-                sum(g.prompt_tokens for g in gens),
-                sum(g.completion_tokens for g in gens),
-            )
+            derived[key] = [self._run(g.text, key[1], entities[key]) for g in gens]
+            tokens[key] = [sum(g.prompt_tokens for g in gens), sum(g.completion_tokens for g in gens)]
+        for _ in range(self.repairs):
+            self._repair(derived, dict(zip(unique, convs, strict=True)), entities, tokens)
         verdicts = []
         for c, key in zip(candidates, keys, strict=True):
-            derivs, p, t = derived[key]
-            answers = [d.answer for d in derivs if d.status == "answer"]
+            derivs, (p, t) = derived[key], tokens[key]
+            answers = [d.answer for d in derivs if d.status in ANSWERED]
             verdict, own, agree = decide(answers, c.answer, key[1], min_votes=self.min_votes)
             verdicts.append(RederiveVerdict(verdict, own, agree, len(answers), derivs, entities[key], shown[key], p, t))
         return verdicts
+
+    def _repair(
+        self,
+        derived: dict[tuple[str, str], list[Derivation]],
+        convs: Mapping[tuple[str, str], list[ChatMessage]],
+        entities: Mapping[tuple[str, str], list[dict[str, Any]]],
+        tokens: dict[tuple[str, str], list[int]],
+    ) -> None:
+        """One repair turn, batched: every derivation whose query ran into an error
+        (:data:`REPAIRABLE`) is shown the error and written again; the new attempt replaces it
+        (keeping the old one as ``first``). A backend failure leaves the derivations as they were."""
+        todo = [(key, i) for key, ds in derived.items() for i, d in enumerate(ds) if d.status in REPAIRABLE]
+        if not todo:
+            return
+        chats = []
+        for key, i in todo:
+            d = derived[key][i]
+            chats.append(
+                [
+                    *convs[key],
+                    {"role": "assistant", "content": d.text},
+                    {"role": "user", "content": _REPAIR.format(detail=d.detail or d.status)},
+                ]
+            )
+        params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed, n=1)
+        try:
+            out = self.backend.generate(chats, params)
+            if len(out) != len(chats):
+                raise ValueError(f"backend returned {len(out)} results for {len(chats)} prompts")
+        except Exception:  # noqa: BLE001 - no repair: the first attempts stand
+            return
+        for (key, i), gens in zip(todo, out, strict=True):
+            gens = [g for g in gens or [] if g]
+            if not gens:
+                continue
+            first = derived[key][i]
+            again = self._run(gens[0].text, key[1], entities[key])
+            again.first = first if first.first is None else first.first
+            derived[key][i] = again
+            tokens[key][0] += gens[0].prompt_tokens
+            tokens[key][1] += gens[0].completion_tokens

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.evaluation.metrics import EvalRecord
+from components.evaluation.metrics import EvalRecord, cut_transcript
 from components.graph.errors import GraphError
 from components.llm.base import SamplingParams
 from components.options import checked_options
@@ -209,6 +209,7 @@ def tool_agent_records(
                 tokens=s.model_tokens,
                 latency_s=latency,
                 answer_in_results=s.answer_in_results,
+                transcript=cut_transcript(rec.completion_text),
             )
         )
     return out
@@ -302,6 +303,7 @@ def _one_prompt_records(
                     evidence_hit=hit,
                     tokens=g.completion_tokens,
                     latency_s=latency,
+                    transcript=cut_transcript(text),
                 )
             )
     return out

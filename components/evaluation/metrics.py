@@ -61,6 +61,24 @@ CI_METRICS: Final = ("f1", "em", "em_nonbool", "grounded", "raw_em", "rouge_l", 
 SECTIONS: Final = ("test", "external")
 
 
+#: characters of an episode kept in its record (the start and the end, the middle cut)
+TRANSCRIPT_CHARS: Final = 4000
+
+
+def cut_transcript(text: str, limit: int = TRANSCRIPT_CHARS) -> str:
+    """``text`` within ``limit`` characters: its start and its end, with what was cut said.
+
+    >>> cut_transcript("a" * 10 + "b" * 10, 16)
+    'aaaaaa\\n[… 4 characters cut …]\\nbbbbbbbbbb'
+    """
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 8
+    tail = limit - head
+    return f"{text[:head]}\n[… {len(text) - limit} characters cut …]\n{text[-tail:]}"
+
+
 @dataclass
 class EvalRecord:
     system: str
@@ -89,6 +107,9 @@ class EvalRecord:
     answer_in_results: bool = False
     #: the training seed of the model that answered (0 for untrained systems)
     train_seed: int = 0
+    #: what the model wrote after the question, tool observations included (the episode as played;
+    #: a one-prompt baseline's reply), cut at :data:`TRANSCRIPT_CHARS`; empty for the answer prior
+    transcript: str = ""
 
     def __post_init__(self) -> None:
         if self.answer_type not in ANSWER_KINDS:

@@ -252,6 +252,8 @@ def markdown_report(report: Mapping[str, Any], title: str, plots: Mapping[str, s
         "training seeds first when there are several). Paired differences: the same questions on both "
         "sides, resampled the same way. EM non-bool: yes/no questions left out; grounded EM: correct "
         "and equal to a value the episode's own queries returned.",
+        "- Transcripts: `transcripts.md` (per system, wrong and correct answers to questions that are "
+        "not yes/no, with the episode as played); every record's episode is in `report.json`.",
         "",
         *_external_lines(report),
         *[part for t, rows in section_tables(report) for part in (f"## {t}", "", md_table(rows) or "(none)", "")],
@@ -388,10 +390,43 @@ def html_page(
     )
 
 
+def transcripts_markdown(report: Mapping[str, Any], title: str, *, wrong: int = 2, right: int = 1) -> str:
+    """Episodes to read beside the tables: per system and section, its first ``wrong`` wrong and
+    first ``right`` correct answers to questions that are not yes/no (a yes/no answer says little
+    about whether the graph was read), each with the question, gold, answer, outcome and the
+    episode as played (its record's ``transcript``). Every record's transcript is in
+    ``report.json``."""
+    parts = [f"# {title}: transcripts", ""]
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in report.get("records") or []:
+        if r.get("transcript") and r.get("answer_type") != "boolean":
+            groups.setdefault((str(r["system"]), str(r.get("section") or "test")), []).append(r)
+    if not groups:
+        return "\n".join([*parts, "(no episodes: no system with a model was evaluated)", ""])
+    for (system, section), recs in groups.items():
+        bad = [r for r in recs if r.get("outcome") != "correct"][:wrong]
+        good = [r for r in recs if r.get("outcome") == "correct"][:right]
+        parts += [f"## {system} — {section}", ""]
+        for r in [*bad, *good]:
+            parts += [
+                f"**{r['question']}** ({r.get('answer_type')}, training seed {r.get('train_seed', 0)})  ",
+                f"gold `{r.get('gold')}` · answered `{r.get('answer')}` · {r.get('outcome')}"
+                f"{' · grounded' if r.get('grounded') else ''}",
+                "",
+                "```text",
+                str(r["transcript"]).replace("```", "ʼʼʼ"),
+                "```",
+                "",
+            ]
+    return "\n".join(parts)
+
+
 def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[str, str]:
-    """Write ``report.json``, ``report.md``, ``report.html`` and the plots; returns their paths."""
+    """Write ``report.json``, ``report.md``, ``report.html``, ``transcripts.md`` and the plots;
+    returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    (folder / "transcripts.md").write_text(transcripts_markdown(report, title))
     plots = _plots(report, folder)
     md = markdown_report(report, title, plots)
     (folder / "report.md").write_text(md)
@@ -401,6 +436,7 @@ def write_report(report: Mapping[str, Any], folder: Path, title: str) -> dict[st
         "json": str(folder / "report.json"),
         "markdown": str(folder / "report.md"),
         "html": str(folder / "report.html"),
+        "transcripts": str(folder / "transcripts.md"),
         **plots,
     }
 

@@ -186,6 +186,7 @@ def test_checkpoint_from_the_training_split(tmp_path: Path) -> None:
     assert ev["judge_model"].value == judge and ev["seeds"].value == [0, 1]
     page = Path(ev["report_html"].value).read_text()
     assert "data:image/png;base64," in page and "P(EM|EH)" in page and "premature_stop" in page
+    assert "## sft-only — test" in Path(ev["transcripts"].value).read_text()  # the episodes, to read
     assert "paired differences" in page and "sft-only − base (before training)" in page
     assert "sft-only − answer prior" in page and "By answer type" in page.replace("by answer type", "By answer type")
     grit = materialized["eval_report"]

@@ -11,9 +11,11 @@ import pytest
 
 from components.certify.judge import SemanticJudge, final_verdict
 from components.certify.rederive import (
+    NO_SUCH_RELATIONSHIP,
     Rederiver,
     bind_missing,
     decide,
+    directions,
     judge_examples,
     link_entities,
     parse_derivation,
@@ -106,6 +108,33 @@ def test_the_vote() -> None:
     assert decide(["a; b", "b; a"], "b, a", "set")[0] == "accept"
 
 
+def test_each_direction_reads_as_its_words_say_on_the_real_graph(env, examples) -> None:
+    """The pattern written beside "the Papers that X cites" returns X's references, the one beside
+    "the Papers that cite X" the papers citing X — run on the real database, so the text cannot be
+    backwards; and it is in the judge's system prompt."""
+    import re
+
+    qp, schema = env["qp"], env["schema"]
+    text = directions(schema)
+    assert text.count('reads "a ') == sum(len(r.triples) for r in schema.rel_types)
+    patterns = dict(re.findall(r"^  the Papers that (X cites|cite X): (.+)$", text, re.M))
+    x = qp.run(
+        "MATCH (p:Paper)-[:CITES]->(:Paper) WITH p, count(*) AS n MATCH (:Paper)-[:CITES]->(p) "
+        "RETURN p.id ORDER BY n DESC, p.id LIMIT 1"
+    ).rows[0][0]
+    out = {r[0] for r in qp.run("MATCH (p:Paper {id: $x})-[:CITES]->(q:Paper) RETURN q.id", {"x": x}).rows}
+    into = {r[0] for r in qp.run("MATCH (q:Paper)-[:CITES]->(p:Paper {id: $x}) RETURN q.id", {"x": x}).rows}
+    assert out and into and out != into
+    for words, want in (("X cites", out), ("cite X", into)):
+        pattern = patterns[words]
+        other = "b" if "(b:" in pattern else "a"
+        got = {r[0] for r in qp.run(f"MATCH {pattern} RETURN {other}.id", {"start": x}).rows}
+        assert got == want, words
+    assert "the Authors that wrote X: (a:Author)-[:WROTE]->(x:Paper {id: $start})" in text
+    msgs, _ = Rederiver(ScriptedBackend([]), qp, schema, examples).messages("How many papers?", "number", [])
+    assert text in msgs[0]["content"]
+
+
 def test_the_model_never_sees_the_candidates_program_evidence_or_answer(env, examples, single) -> None:
     c = dataclasses.replace(single[0], answer="ZQX_ANSWER_71", final_program="print('ZQX_PROGRAM_52')")
     backend = ScriptedBackend(["no query"] * 3)
@@ -129,12 +158,48 @@ def test_scripted_derivations_give_each_verdict_and_keep_their_texts(env, exampl
         [_reply(a)] * 3 + [_reply(b)] * 2 + ["nothing"] + ["```cypher\nMATCH (x:Nope RETURN x\n```", refused, "hm"]
     )
     asked = [a, *(dataclasses.replace(a, question=f"{a.question} ({i})") for i in (1, 2))]
-    rd = Rederiver(backend, env["qp"], env["schema"], examples, k=3).rederive(asked)
+    rd = Rederiver(backend, env["qp"], env["schema"], examples, k=3, repairs=0).rederive(asked)
     assert [r.verdict for r in rd] == ["accept", "reject", "uncertain"]
     assert rd[0].agree == 3 and rd[0].derived is not None
     assert rd[1].derived is not None and rd[1].agree == 0  # the judge's own answer is recorded
     assert [d.status for d in rd[2].derivations] == ["refused", "refused", "no_query"]
     assert rd[1].to_json()["derivations"][0]["text"] == _reply(b)
+
+
+def test_a_failed_query_is_repaired_once_from_its_error(env, examples, single) -> None:
+    """A derivation whose query the graph refuses is shown the error and written again (one
+    batched turn); the repaired attempt votes, the first is kept beside it."""
+    a = single[0]
+    broken = "```cypher\nMATCH (x:Paper) RETURN x.no_such_property AS answer\n```\nPARAMS: {}"
+    backend = ScriptedBackend([_reply(a), broken, broken, _reply(a), "still no query"])
+    rd = Rederiver(backend, env["qp"], env["schema"], examples, k=3).rederive([a])[0]
+    assert backend.batches == [1, 2]  # the first round, then one repair turn for the two refused
+    [_, *repair_chats] = backend.calls
+    repair = repair_chats[0][0]
+    assert repair[-2] == {"role": "assistant", "content": broken} and "no_such_property" in repair[-1]["content"]
+    assert [d.status for d in rd.derivations] == ["answer", "answer", "no_query"]
+    assert rd.derivations[1].first is not None and rd.derivations[1].first.status == "refused"
+    assert rd.to_json()["derivations"][1]["first"]["status"] == "refused"
+    assert (rd.verdict, rd.agree, rd.executable) == ("accept", 2, 2)
+
+
+def test_a_reading_the_schema_cannot_hold_answers_nothing(env, examples, single) -> None:
+    """A derivation whose pattern no schema triple matches (a paper that "wrote" a venue) is not
+    run: its answer is "nothing" ("no" for a yes/no question), which a candidate claiming members
+    disagrees with — the question asks for a relationship this graph does not have."""
+    a = next(c for c in single if c.answer_type in ("set", "entity"))
+    impossible = "```cypher\nMATCH (p:Paper {id: $start})-[:WROTE]->(v:Venue) RETURN v.name AS answer\n```"
+    backend = ScriptedBackend([impossible] * 3)
+    rd = Rederiver(backend, env["qp"], env["schema"], examples, k=3).rederive([a])[0]
+    assert backend.batches == [1]  # nothing to repair: the query is well formed
+    assert [d.status for d in rd.derivations] == ["impossible"] * 3 and "WROTE" in rd.derivations[0].detail
+    assert (rd.verdict, rd.derived) == ("reject", NO_SUCH_RELATIONSHIP)
+    yes_no = dataclasses.replace(a, answer="no", answer_type="boolean")
+    rd = Rederiver(ScriptedBackend([impossible] * 3), env["qp"], env["schema"], examples, k=3).rederive([yes_no])[0]
+    assert rd.verdict == "accept"  # "no" is what a relationship the graph cannot hold answers
+    turned = "```cypher\nMATCH (p:Paper {id: $start})<-[:PUBLISHED_IN]-(v:Venue) RETURN v.name AS answer\n```"
+    rd = Rederiver(ScriptedBackend([turned] * 3), env["qp"], env["schema"], examples, k=3).rederive([a])[0]
+    assert rd.derivations[0].status == "impossible" and rd.derivations[0].detail.startswith("direction_error")
 
 
 def test_rederivation_is_the_judges_first_stage(env, examples, single) -> None:

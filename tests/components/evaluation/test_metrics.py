@@ -180,3 +180,29 @@ def test_report_files(tmp_path: Path) -> None:
         EvalConfig.from_dict({"temperatur": 1})
     with pytest.raises(ValueError, match="eval section must be a mapping"):
         EvalConfig.from_dict(["samples", 3])
+
+
+def test_transcripts_to_read_are_wrong_and_right_answers_to_non_boolean_questions() -> None:
+    from components.evaluation.metrics import cut_transcript
+    from components.evaluation.report import transcripts_markdown
+
+    def rec(q: str, answer: str, gold: str, kind: str, text: str) -> dict:
+        r = EvalRecord("s", 0, q, f"question {q}?", gold, answer, answer_type=kind, transcript=text)
+        return r.to_dict()
+
+    records = [
+        rec("1", "yes", "no", "boolean", "episode of a yes/no question"),
+        rec("2", "Bob", "Ada", "entity", "episode two: cypher(...) -> Bob"),
+        rec("3", "Ada", "Ada", "entity", "episode three"),
+        rec("4", "Cy", "Ada", "entity", "episode four"),
+        rec("5", "Di", "Ada", "entity", "episode five"),
+        rec("6", "Ada", "Ada", "entity", ""),  # the answer prior writes nothing
+    ]
+    md = transcripts_markdown({"records": records}, "r")
+    assert "## s — test" in md and "episode two" in md and "episode four" in md and "episode three" in md
+    assert "yes/no question" not in md and "episode five" not in md  # two wrong, one right, no yes/no
+    assert "gold `Ada` · answered `Bob` · invalid_format" in md  # no valid format was recorded
+    assert "no system with a model" in transcripts_markdown({"records": records[5:]}, "r")
+    long = "x" * 3000 + "y" * 3000
+    cut = cut_transcript(long)
+    assert len(cut) < 4100 and cut.startswith("x") and cut.endswith("y") and "2000 characters cut" in cut

@@ -67,6 +67,9 @@ def test_every_system_same_questions_seeds_and_judge(setup) -> None:
         assert set(report["systems"][name]["by_answer_type"]) == {"set", "entity"}
         assert set(report["systems"][name]["sections"]) == {"test"}
     assert {r["section"] for r in records} == {"test"} and all("grounded" in r for r in records)
+    # every episode is kept to be read: the tool agents' turns with their observations, RAG's reply
+    assert all(r["transcript"] for r in records if r["system"] in ("agent", "cot"))
+    assert all(len(r["transcript"]) <= 4100 for r in records)
     # the random model never writes a valid step: tool agents end invalid or cut off, never "correct"
     assert all(r["outcome"] != "correct" for r in records)
     with pytest.raises(ValueError, match="no evaluation questions"):
@@ -195,6 +198,9 @@ def test_eval_command(setup, tmp_path: Path, capsys) -> None:
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rc == 0 and out["questions"] == 2 and Path(out["report"]).is_file()
     assert out["summary"]["system"] == "tiny" and "[" in out["summary"]["EM"]  # with its CI
+    transcripts = (tmp_path / "out" / "transcripts.md").read_text()  # episodes to read beside the tables
+    assert "## tiny — test" in transcripts and ROWS[0]["question"] in transcripts and "```text" in transcripts
+    assert "transcripts.md" in (tmp_path / "out" / "report.md").read_text()
     assert main(["eval", "--checkpoint", str(tmp_path), "--domain", "lib", "--db", str(db)]) == 1
     assert "not a Hugging Face model folder" in capsys.readouterr().err
 
