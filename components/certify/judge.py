@@ -63,7 +63,7 @@ __all__ = [
 JUDGE_VERDICTS: Final = ("accept", "reject", "uncertain")
 #: what the judge asks and how (prompts, stages, the verdict follow-up): part of the certified
 #: dataset's fingerprint when the judge is on, so a changed protocol re-judges
-JUDGE_PROTOCOL: Final = 3
+JUDGE_PROTOCOL: Final = 4  # 4: re-derivation repairs failed queries, readings the schema cannot hold vote
 #: the assistant prefix a stage reply without a verdict line is continued from
 VERDICT_PREFIX: Final = "\n\nVERDICT:"
 

@@ -576,7 +576,9 @@ class Rederiver:
             out = self.backend.generate(chats, params)
             if len(out) != len(chats):
                 raise ValueError(f"backend returned {len(out)} results for {len(chats)} prompts")
-        except Exception:  # noqa: BLE001 - no repair: the first attempts stand
+        except Exception as exc:  # noqa: BLE001 - no repair: the first attempts stand, saying why
+            for key, i in todo:
+                derived[key][i].detail += f" (repair turn failed: {type(exc).__name__}: {exc})"[:300]
             return
         for (key, i), gens in zip(todo, out, strict=True):
             gens = [g for g in gens or [] if g]

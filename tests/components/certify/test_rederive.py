@@ -181,6 +181,10 @@ def test_a_failed_query_is_repaired_once_from_its_error(env, examples, single) -
     assert rd.derivations[1].first is not None and rd.derivations[1].first.status == "refused"
     assert rd.to_json()["derivations"][1]["first"]["status"] == "refused"
     assert (rd.verdict, rd.agree, rd.executable) == ("accept", 2, 2)
+    # a repair turn the backend cannot answer leaves the first attempts, saying why
+    rd = Rederiver(ScriptedBackend([broken] * 3), env["qp"], env["schema"], examples, k=3).rederive([a])[0]
+    assert rd.verdict == "uncertain" and all(d.status == "refused" for d in rd.derivations)
+    assert "repair turn failed" in rd.derivations[0].detail
 
 
 def test_a_reading_the_schema_cannot_hold_answers_nothing(env, examples, single) -> None:
