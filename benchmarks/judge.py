@@ -205,7 +205,7 @@ def main() -> None:
     import torch
 
     from components.certify.judge import SemanticJudge
-    from components.certify.rederive import ANSWERED, Rederiver, judge_examples
+    from components.certify.rederive import Rederiver, judge_examples
     from components.llm.transformers_backend import TransformersBackend
 
     torch.set_num_threads(args.threads)
@@ -234,7 +234,7 @@ def main() -> None:
             t1 = time.perf_counter()
             rd = Rederiver(llm, qp, schema, examples, k=args.k, min_votes=args.min_votes, seed=args.seed)
             for r, v in zip(rows, rd.rederive(items), strict=True):
-                r["derived_answers"] = [d.answer for d in v.derivations if d.status in ANSWERED]
+                r["derived_answers"] = v.answers
                 r["rederivation"] = v.to_json()
             seconds["rederive"] = round(time.perf_counter() - t1, 1)
             print(f"re-derivation: {seconds['rederive']:.0f} s", flush=True)

@@ -190,6 +190,11 @@ class RederiveVerdict:
     completion_tokens: int = 0
     error: str | None = None
 
+    @property
+    def answers(self) -> list[Any]:
+        """The answers that voted: those of the derivations with one (:data:`ANSWERED`)."""
+        return _voting(self.derivations)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
@@ -203,6 +208,10 @@ class RederiveVerdict:
             "completion_tokens": self.completion_tokens,
             "error": self.error,
         }
+
+
+def _voting(derivations: Sequence[Derivation]) -> list[Any]:
+    return [d.answer for d in derivations if d.status in ANSWERED]
 
 
 def _verb(rel_type: str, *, plural: bool = False) -> str:
@@ -223,12 +232,12 @@ def directions(schema: GraphSchema) -> str:
           the Papers that cite X: (a:Paper)-[:CITES]->(x:Paper {id: $start})
 
     Made from the schema alone (the type's name as the verb), so it holds on any graph."""
-    lines = []
+    labels, lines = schema.labels, []
     for r in schema.rel_types:
         verb = _verb(r.type)
         for t in r.triples:
-            src_key = schema.labels[t.source].primary_key if t.source in schema.labels else "id"
-            dst_key = schema.labels[t.target].primary_key if t.target in schema.labels else "id"
+            src_key = labels[t.source].primary_key if t.source in labels else "id"
+            dst_key = labels[t.target].primary_key if t.target in labels else "id"
             lines += [
                 f'(a:{t.source})-[:{r.type}]->(b:{t.target}) reads "a {verb} b":',
                 f"  the {t.target}s that X {verb}: (x:{t.source} {{{src_key}: $start}})-[:{r.type}]->(b:{t.target})",
@@ -533,17 +542,18 @@ class Rederiver:
             err = f"rederive: {type(exc).__name__}: {exc}"[:2000]
             return [RederiveVerdict("uncertain", None, 0, 0, [], entities[k], shown[k], error=err) for k in keys]
         derived: dict[tuple[str, str], list[Derivation]] = {}
-        tokens = {key: [0, 0] for key in unique}
+        tokens: dict[tuple[str, str], list[int]] = {}
         for key, gens in zip(unique, out, strict=True):
             gens = [g for g in gens or [] if g]
             derived[key] = [self._run(g.text, key[1], entities[key]) for g in gens]
             tokens[key] = [sum(g.prompt_tokens for g in gens), sum(g.completion_tokens for g in gens)]
+        chats = dict(zip(unique, convs, strict=True))
         for _ in range(self.repairs):
-            self._repair(derived, dict(zip(unique, convs, strict=True)), entities, tokens)
+            self._repair(derived, chats, entities, tokens)
         verdicts = []
         for c, key in zip(candidates, keys, strict=True):
             derivs, (p, t) = derived[key], tokens[key]
-            answers = [d.answer for d in derivs if d.status in ANSWERED]
+            answers = _voting(derivs)
             verdict, own, agree = decide(answers, c.answer, key[1], min_votes=self.min_votes)
             verdicts.append(RederiveVerdict(verdict, own, agree, len(answers), derivs, entities[key], shown[key], p, t))
         return verdicts

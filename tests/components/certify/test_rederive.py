@@ -198,6 +198,7 @@ def test_a_reading_the_schema_cannot_hold_answers_nothing(env, examples, single)
     assert backend.batches == [1]  # nothing to repair: the query is well formed
     assert [d.status for d in rd.derivations] == ["impossible"] * 3 and "WROTE" in rd.derivations[0].detail
     assert (rd.verdict, rd.derived) == ("reject", NO_SUCH_RELATIONSHIP)
+    assert rd.answers == [NO_SUCH_RELATIONSHIP] * 3 and rd.executable == 3  # they vote (benchmarks/judge.py too)
     yes_no = dataclasses.replace(a, answer="no", answer_type="boolean")
     rd = Rederiver(ScriptedBackend([impossible] * 3), env["qp"], env["schema"], examples, k=3).rederive([yes_no])[0]
     assert rd.verdict == "accept"  # "no" is what a relationship the graph cannot hold answers
