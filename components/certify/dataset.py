@@ -11,7 +11,8 @@ record (question, answer, final program, evidence, … as in ``qa_candidates``) 
 * ``leaked`` and ``leakage_json`` (matched entities, eval qids, where);
 * ``evidence_features_json`` — the Cypher deriver's features of each evidence query (the
   evidence *structure* the rubric scores against);
-* ``admitted`` — :func:`admit`, the one admission rule (the asset and ``graphdojo certify``
+* ``admitted`` — never for a domain's held-out evaluation questions (``quiz.held_out_n``: they
+  are certified, not judged); otherwise :func:`admit`, the one admission rule (the asset and ``graphdojo certify``
   both go through :func:`run_certification`): status strict or partial **and** the judge
   accepted (when on) **and** not leaked; with the judge off only **strict** items are admitted
   (a partial item is one whose support someone must still look at) unless
@@ -229,10 +230,13 @@ def _row(
     schema: Any,
     reads: Sequence[str],
 ) -> dict[str, Any]:
+    from components.quizzer.noisy import held_out
+
     certified = cert.status != "hard_failure"
+    evaluation_only = held_out(cand)
     if not certified:
         verdict_name = "not_judged"
-    elif config.judge != "on":
+    elif config.judge != "on" or evaluation_only:
         verdict_name = "skipped"
     else:
         verdict_name = verdict.verdict if verdict is not None else "uncertain"
@@ -249,7 +253,7 @@ def _row(
         "leakage_json": json.dumps(leak.to_json() if leak else None, default=str),
         "evidence_features_json": json.dumps(features, sort_keys=True, default=str),
         "reads_json": json.dumps(sorted(reads)),
-        "admitted": admit(cert.status, verdict_name, leaked, config),
+        "admitted": not evaluation_only and admit(cert.status, verdict_name, leaked, config),
     }
 
 
@@ -322,7 +326,10 @@ def run_certification(
 
         verdicts: dict[int, JudgeVerdict] = {}
         judge_error = None
-        certified_idx = [i for i, c in enumerate(certs) if c.status != "hard_failure"]
+        from components.quizzer.noisy import held_out
+
+        # a held-out (evaluation-only) candidate is never admitted, so the judge does not read it
+        certified_idx = [i for i, c in enumerate(certs) if c.status != "hard_failure" and not held_out(candidates[i])]
         if config.judge == "on" and certified_idx:
             from components.llm import make_backend
 
@@ -459,9 +466,22 @@ CERTIFIED_DATASET: Final = Layer("certified_dataset", build_certified_dataset, c
 # -- the funnel ------------------------------------------------------------------------------
 
 
+def _pool(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows that could train: all but a domain's held-out evaluation questions."""
+    from components.quizzer.noisy import held_out
+
+    return [r for r in rows if not held_out(r)]
+
+
 def funnel(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     """Ordered ``(stage, count)``: candidates, hard failures by cause (``hard_failure:<reason>``),
-    strict, partial, judge accept / reject / uncertain (or skipped), leakage drops, admitted."""
+    strict, partial, judge accept / reject / uncertain (or skipped), leakage drops, admitted — of
+    the candidates that could train; a domain's held-out evaluation questions (never judged or
+    admitted) are one last line, ``held_out:strict`` (how many of them certified strict)."""
+    pool = _pool(rows)
+    held = len(rows) - len(pool)
+    strict_held = sum(r["status"] == "strict" for r in rows) - sum(r["status"] == "strict" for r in pool)
+    rows = pool
     n = len(rows)
     status = Counter(r["status"] for r in rows)
     causes = Counter(
@@ -485,6 +505,8 @@ def funnel(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, int]]:
     passed_judge = [r for r in certified if r["verdict"] in ("accept", "skipped")]
     out.append(("leakage_dropped", sum(bool(r["leaked"]) for r in passed_judge)))
     out.append(("admitted", sum(bool(r["admitted"]) for r in rows)))
+    if held:
+        out.append(("held_out:strict", strict_held))
     return out
 
 
@@ -549,7 +571,9 @@ def source_chart(by_source: Sequence[Mapping[str, Any]], width: int = 30) -> str
 
 def funnel_rates(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The :data:`FUNNEL_RATES` (over all candidates; judge accept over certified ones, counting
-    ``skipped`` as accepted; leakage over all candidates)."""
+    ``skipped`` as accepted; leakage over all candidates) — of the candidates that could train,
+    a domain's held-out evaluation questions left out."""
+    rows = _pool(rows)
     n = max(len(rows), 1)
     certified = [r for r in rows if r["status"] != "hard_failure"]
     return {

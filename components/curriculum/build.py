@@ -451,22 +451,32 @@ def build_curriculum(
     the rows were certified on: a location or an open backend); an admitted item a noisy pool
     injected (:func:`components.quizzer.noisy.injected`: a changed question the judge did not
     stop, say) is never a validation or test question — its gold answer is wrong on purpose —
-    and its group trains. ``report``, when given, receives :class:`NodeKeys`' counts."""
-    admitted = [r for r in rows if r.get("admitted")]
-    keys, counts = node_keys(admitted, graph, schema)
-    if report is not None:
-        report.update(counts)
-    from components.quizzer.noisy import injected
+    and its group trains. A domain's held-out questions (:func:`components.quizzer.noisy.held_out`,
+    the ones that certified strict) are then the only validation and test items, and an admitted
+    item sharing a node with one is left out (``report["left_out_sharing_held_out"]``).
+    ``report``, when given, receives :class:`NodeKeys`' counts."""
+    from components.quizzer.noisy import held_out, injected
 
+    evaluation = [r for r in rows if held_out(r) and r.get("ok") and r.get("status") == "strict"]
+    admitted = [r for r in rows if r.get("admitted")] + evaluation
+    keys, counts = node_keys(admitted, graph, schema)
     splits = entity_grouped_splits(
         [(r["id"], keys[str(r["id"])].keys) for r in admitted],
         fractions=fractions,
         seed=seed,
         ood=[r["id"] for r in admitted if r.get("ood")],
         train_only=[r["id"] for r in admitted if injected(r)],
+        held_out=[r["id"] for r in evaluation],
     )
+    if evaluation:
+        counts["held_out_questions"] = len(evaluation)
+        counts["left_out_sharing_held_out"] = len(admitted) - len(splits)
+    if report is not None:
+        report.update(counts)
     out = []
     for r in admitted:
+        if r["id"] not in splits:
+            continue
         start = _json(r.get("start_node_json"), {}) or {}
         rounds = estimate_rounds(_json(r.get("evidence_features_json"), []), schema, start.get("label"))
         item_keys = keys[str(r["id"])]
@@ -585,6 +595,11 @@ def build_curriculum_splits(
         f"split keys: {summary['keys']['node_keys']} nodes; {summary['keys']['hub_keys_dropped']} hubs "
         f"(> {HUB_DEGREE} relationships) dropped from {summary['keys']['hub_key_uses_dropped']} item keys"
     )
+    if "held_out_questions" in report:
+        ctx.log(
+            f"held-out set: {report['held_out_questions']} validation / test questions; "
+            f"{report['left_out_sharing_held_out']} admitted items left out (they share a node with one)"
+        )
     counts = {"items": len(items)}
     if config.trajectories:
         summary["trajectories"] = measure_levels(items, rows, str(inputs["snapshot"].path), ctx)

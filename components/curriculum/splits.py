@@ -12,6 +12,12 @@ an entity may not cross). Items marked ``train_only`` (a noisy pool's injected f
 answers are wrong on purpose) are kept out of validation and test the same way: their groups go
 to train.
 
+Items marked ``held_out`` (a domain's clean evaluation questions, ``quiz.held_out_n``) are the
+only validation and test items when any is given: a group holding one goes to validation or
+test (by the same deficit rule over those two shares), its other items — pool items that share
+a node with a held-out question — are left out of every split (absent from the result), and
+every other group trains (but one with an OOD item, which is left out too).
+
 >>> items = [("q1", ["a"]), ("q2", ["a", "b"]), ("q3", ["c"]), ("q4", ["d"])]
 >>> s = entity_grouped_splits(items, fractions=(0.5, 0.25, 0.25), seed=0)
 >>> s["q1"] == s["q2"]
@@ -36,8 +42,10 @@ def entity_grouped_splits(
     seed: int = 0,
     ood: Collection[str] = (),
     train_only: Collection[str] = (),
+    held_out: Collection[str] = (),
 ) -> dict[str, str]:
-    """``{item id: split}`` (see the module docstring)."""
+    """``{item id: split}`` (see the module docstring); with ``held_out``, the items left out
+    are absent."""
     if len(fractions) != 3 or min(fractions) < 0 or abs(sum(fractions) - 1.0) > 1e-9:
         raise ValueError("fractions must be three non-negative shares summing to 1")
     items = [(str(i), [str(e) for e in ents]) for i, ents in items]
@@ -70,6 +78,9 @@ def entity_grouped_splits(
     counts = dict.fromkeys(SPLITS, 0)
     out: dict[str, str] = {}
     ood, train_only = set(map(str, ood)), set(map(str, train_only))
+    held = set(map(str, held_out))
+    if held:
+        return _held_out_splits(groups, order, held, ood, fractions)
     to_train = [g for g in order if any(i in train_only for i in groups[g])]
     forced = [g for g in order if g not in set(to_train) and any(i in ood for i in groups[g])]
     free = [g for g in order if g not in set(forced) | set(to_train)]
@@ -84,4 +95,28 @@ def entity_grouped_splits(
         for i in groups[g]:
             out[i] = split
         counts[split] += len(groups[g])
+    return out
+
+
+def _held_out_splits(
+    groups: dict[str, list[str]], order: Sequence[str], held: set[str], ood: set[str], fractions: Sequence[float]
+) -> dict[str, str]:
+    """The held-out mode of :func:`entity_grouped_splits` (module docstring); a group with an OOD
+    item and no held-out one is left out too (OOD items never train)."""
+    out: dict[str, str] = {}
+    evaluation = ("validation", "test")
+    counts = dict.fromkeys(evaluation, 0)
+    total = len(held)
+    shares = fractions[1] + fractions[2]
+    target = {s: (fractions[1 + k] / shares if shares else 0.5) * total for k, s in enumerate(evaluation)}
+    for g in order:
+        mine = [i for i in groups[g] if i in held]
+        if not mine:
+            for i in groups[g] if not ood.intersection(groups[g]) else ():
+                out[i] = "train"
+            continue
+        split = max(evaluation, key=lambda s: (target[s] - counts[s], -evaluation.index(s)))
+        for i in mine:
+            out[i] = split
+        counts[split] += len(mine)
     return out

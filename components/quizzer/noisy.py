@@ -35,6 +35,11 @@ reads it. The curriculum does: an injected item that gets admitted (a changed qu
 judge off, say) trains but is never a validation or test question, since its gold answer is
 wrong on purpose. Which candidates are replaced is decided by ``seed`` alone.
 
+A domain's ``quiz.held_out_n`` adds clean template candidates of another seed after the pool,
+labelled ``held_out`` (:func:`held_out`): they are the validation and test questions, so what a
+measurement holds out does not depend on what certification or the judge admits, and a pool
+item that shares a node with one of them trains nowhere (:mod:`components.curriculum.build`).
+
 The paper's funnel for its own Quizzers: hard failures 14–21 %, partial ≈ 30 %
 (``docs/certification.md``); a pool that imitates it sets ``hard`` ≈ 0.18 and ``partial`` ≈ 0.3.
 """
@@ -51,10 +56,20 @@ from typing import Any, Final
 
 from components.quizzer.candidate import QACandidate
 
-__all__ = ["INJECTED", "MEANING_REASONS", "NOISE_SOURCES", "NoiseConfig", "injected", "make_noisy", "pool_label"]
+__all__ = [
+    "INJECTED",
+    "MEANING_REASONS",
+    "NOISE_SOURCES",
+    "NoiseConfig",
+    "held_out",
+    "injected",
+    "make_noisy",
+    "pool_label",
+]
 
-#: the sources a pool's candidates come from, in report order
-NOISE_SOURCES: Final = ("template", "hard", "partial", "semantic", "paraphrase", "llm")
+#: the sources a pool's candidates come from, in report order (``held_out``: the clean
+#: evaluation-only template candidates of ``quiz.held_out_n``, not part of the pool)
+NOISE_SOURCES: Final = ("template", "hard", "partial", "semantic", "paraphrase", "llm", "held_out")
 #: the sources a noisy pool injects (everything but the quizzers' own output)
 INJECTED: Final = ("hard", "partial", "semantic", "paraphrase")
 #: paraphrase rejections that change what the question asks (kept in a noisy pool)
@@ -105,6 +120,13 @@ def injected(candidate: Any) -> bool:
     or evidence was made wrong on purpose (or, for a paraphrase, may be), so it is never held out
     for evaluation (:func:`components.curriculum.build.build_curriculum`)."""
     return pool_label(candidate)[0] in INJECTED
+
+
+def held_out(candidate: Any) -> bool:
+    """Whether a candidate (or certified row) is one of a domain's clean held-out questions
+    (``quiz.held_out_n``): evaluation only — never judged, admitted or trained on, and the only
+    validation and test questions of its curriculum."""
+    return pool_label(candidate)[0] == "held_out"
 
 
 def _meta_of(row: Any) -> dict[str, Any]:

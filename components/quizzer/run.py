@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,10 @@ class QuizConfig:
     #: a noisy pool: shares of the template candidates replaced by faults and changed questions
     #: (:class:`~components.quizzer.noisy.NoiseConfig`; none by default)
     noise: Mapping[str, Any] = field(default_factory=dict)
+    #: a clean held-out set: this many more template candidates (seed ``seed + 1``), never made
+    #: noisy, never judged, never trained on — the validation and test questions of a noisy pool
+    #: (:func:`components.quizzer.noisy.held_out`); none by default
+    held_out_n: int = 0
     backend: str = "transformers"
     backend_options: Mapping[str, Any] = field(default_factory=dict)
     llm: Mapping[str, Any] = field(default_factory=dict)
@@ -73,6 +77,8 @@ class QuizConfig:
         config = cls(**raw)
         config.llm_config()  # its values are checked when the YAML is read, not when the quizzer runs
         config.noise_config()
+        if type(config.held_out_n) is not int or config.held_out_n < 0:
+            raise ValueError(f"quiz.held_out_n must be a whole number >= 0, not {config.held_out_n!r}")
         return config
 
     def to_json(self) -> dict[str, Any]:
@@ -81,6 +87,8 @@ class QuizConfig:
             out["noise"] = dict(self.noise)
         else:
             out.pop("noise")
+        if not self.held_out_n:  # likewise: a domain without a held-out set keeps its fingerprint
+            out.pop("held_out_n")
         return out
 
     def noise_config(self) -> NoiseConfig:
@@ -144,7 +152,8 @@ def run_quiz(
     (template first, then LLM), every failure recorded on its candidate. Each candidate's
     ``meta["snapshot_fingerprint"]`` names the graph it was made on (computed when not given),
     so certification can detect a changed snapshot. With ``noise`` the template candidates are
-    then made into a noisy pool (:mod:`components.quizzer.noisy`)."""
+    then made into a noisy pool (:mod:`components.quizzer.noisy`); ``held_out_n`` clean template
+    candidates come last (:func:`held_out_candidates`)."""
     from components.cypher.query_path import ReadOnlyQueryPath
     from components.graph import open_backend
 
@@ -188,12 +197,37 @@ def run_quiz(
                 t0 = time.perf_counter()
                 composition = make_noisy(out, noise, schema=schema, query_path=path, fingerprint=fingerprint, llm=llm)
                 wall["noise"] = time.perf_counter() - t0
+            if config.held_out_n > 0:
+                t0 = time.perf_counter()
+                out += held_out_candidates(
+                    TemplateQuizzer(path, schema, seed=config.seed + 1), config.held_out_n, out, fingerprint, progress
+                )
+                wall["held_out"] = time.perf_counter() - t0
         finally:
             if llm is not None:
                 llm.close()
         return QuizRun(out, wall, paraphrased, composition)
     finally:
         backend.close()
+
+
+def held_out_candidates(
+    quizzer: TemplateQuizzer, n: int, pool: Sequence[QACandidate], fingerprint: str, progress: Progress | None = None
+) -> list[QACandidate]:
+    """``n`` clean template candidates for evaluation only, labelled ``held_out``
+    (:func:`components.quizzer.noisy.held_out`): a question the pool already asks is left out,
+    so a held-out question is never also a training question word for word (node overlap is the
+    curriculum's to remove)."""
+    asked = {c.question for c in pool}
+    out = []
+    for cand in quizzer.generate(n, _bind(progress, "held-out")):
+        if cand.question in asked:
+            continue
+        asked.add(cand.question)
+        cand.meta["snapshot_fingerprint"] = fingerprint
+        cand.meta["pool"] = {"source": "held_out", "kind": "template"}
+        out.append(cand)
+    return out
 
 
 def _bind(progress: Progress | None, kind: str) -> Callable[[int, int], None] | None:

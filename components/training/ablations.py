@@ -14,9 +14,10 @@ Each :class:`Ablation` names a **data selection** from the certified dataset, a 
   printed). This is the certification ablation: what certification buys the Solver.
 
 Data selections. Every selection starts from the same candidates: those the Quizzer produced
-(``ok``: the run succeeded, whatever its certificate), none of whose grounded entities occurs in
-the validation / test splits, and — for every selection, as evaluation hygiene rather than
-certification — not flagged by the leakage filter. Then:
+(``ok``: the run succeeded, whatever its certificate), none of whose node keys (anchors, answers
+and walked nodes, hubs left out: what the curriculum splits by) occurs in the validation / test
+splits, not one of a domain's held-out questions, and — for every selection, as evaluation
+hygiene rather than certification — not flagged by the leakage filter. Then:
 
 * ``uncertified`` — nothing more: **certification removed, generation controls kept** (same
   Quizzer, axes and prompts). The GraphCert paper's "w/o certification" ablation removed the
@@ -61,6 +62,7 @@ __all__ = [
     "ablations_from",
     "build_ablations",
     "ablation_pairs",
+    "pool_rows",
     "run_ablation",
     "select_rows",
     "sft_ablation",
@@ -138,13 +140,25 @@ _KEEP: Final = {
 }
 
 
-def _selection(rows: Sequence[Mapping[str, Any]], data: str, held_out: set[str]) -> list[Mapping[str, Any]]:
+def _selection(
+    rows: Sequence[Mapping[str, Any]], data: str, held_out: set[str], keys: Mapping[str, Sequence[str]] | None
+) -> list[Mapping[str, Any]]:
     from components.curriculum.build import grounded_entities
 
     keep = _KEEP[data]
-    return [
-        r for r in rows if r.get("ok") and not r.get("leaked") and not set(grounded_entities(r)) & held_out and keep(r)
-    ]
+
+    def entities(r: Mapping[str, Any]) -> set[str]:
+        return set(keys[str(r["id"])] if keys is not None and str(r["id"]) in keys else grounded_entities(r))
+
+    return [r for r in pool_rows(rows) if not entities(r) & held_out and keep(r)]
+
+
+def pool_rows(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows every selection starts from (module docstring): the Quizzer's runs that
+    succeeded, not flagged by the leakage filter, not one of a domain's held-out questions."""
+    from components.quizzer.noisy import held_out
+
+    return [r for r in rows if r.get("ok") and not r.get("leaked") and not held_out(r)]
 
 
 def _entities(row: Mapping[str, Any]) -> list[str]:
@@ -160,9 +174,13 @@ def select_rows(
     curriculum: Sequence[Mapping[str, Any]],
     *,
     seed: int = 0,
+    keys: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, list[Mapping[str, Any]]]:
-    """Training rows per ablation (module docstring), matched budgets applied. Raises
-    ``ValueError`` for a ``judged`` selection of a dataset the judge did not review."""
+    """Training rows per ablation (module docstring), matched budgets applied. ``keys``: each
+    row's node keys (:func:`components.curriculum.build.node_keys`: anchors, answers and walked
+    nodes, hubs left out — what the split keys by); without them a row is keyed by its anchors
+    alone. Raises ``ValueError`` for a ``judged`` selection of a dataset the judge did not
+    review."""
     held_out = {e for r in curriculum if r["split"] in ("validation", "test") for e in _entities(r)}
     judged = any(r.get("verdict") in ("accept", "reject", "uncertain") for r in certified)
     for a in ablations:
@@ -171,7 +189,7 @@ def select_rows(
                 f"ablation {a.name}: data 'judged' needs a certified dataset made with certify.judge: on "
                 "(this one has no judge verdicts)"
             )
-    chosen = {a.name: _selection(certified, a.data, held_out) for a in ablations}
+    chosen = {a.name: _selection(certified, a.data, held_out, keys) for a in ablations}
     matched = [len(chosen[a.name]) for a in ablations if a.budget == "matched"]
     if matched:
         n = min(matched)
@@ -289,12 +307,17 @@ def build_ablations(inputs: Mapping[str, Artifact], plan: AblationPlan, out_dir:
     GRPO from the ``checkpoint`` input, or SFT from the base model. The summary lists each
     ablation with its config, seed, folder name, selected items, trained examples, last reward or
     loss and time. Raises ``ValueError`` when an ablation selects no training rows."""
+    from components.curriculum.build import node_keys
+
     certified = inputs["certified"]
+    rows = read_parquet(str(certified.path))
+    keyed, _ = node_keys(pool_rows(rows), str(inputs["snapshot"].path))
     chosen = select_rows(
         plan.ablations,
-        read_parquet(str(certified.path)),
+        rows,
         read_parquet(str(inputs["curriculum"].path)),
         seed=plan.train.seed,
+        keys={i: k.keys for i, k in keyed.items()},
     )
     from components.training.checkpoint import stage_start
 

@@ -306,13 +306,21 @@ def test_certification_with_the_judge_on_keeps_each_candidates_derivations(tmp_p
 
     backend = LadybugBackend(root / "db")
     schema = backend.schema()
-    cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=0).generate(3)
+    cands = TemplateQuizzer(ReadOnlyQueryPath(backend, schema=schema), schema, seed=0).generate(4)
     backend.close()
+    cands[3].meta["pool"] = {"source": "held_out", "kind": "template"}  # an evaluation-only question
     model = tiny_random_model(root / "m", seed=0)
     config = CertifyConfig(
         judge="on", judge_options={"model_dir": str(model), "threads": 1}, judge_samples=2, fault_sample=0
     )
     run = run_certification(cands, str(root / "db"), config, claim_current=True)
+    held = run.rows[3]
+    assert held["status"] == "strict" and held["verdict"] == "skipped" and not held["admitted"]
+    assert json.loads(held["judge_json"]) is None  # the judge never read it
+    from components.certify.dataset import funnel
+
+    stages = dict(funnel(run.rows))
+    assert stages["candidates"] == 3 and stages["held_out:strict"] == 1 and "judge:skipped" not in stages
     judged = [r for r in run.rows if r["verdict"] not in ("skipped", "not_judged")]
     assert judged
     for row in judged:

@@ -143,3 +143,19 @@ def test_train_only_items_take_their_groups_to_train() -> None:
     forced = entity_grouped_splits(items, fractions=(0.5, 0.25, 0.25), seed=1, train_only=["bad", "bad2", held[0]])
     assert forced["bad"] == forced["q3"] == forced["bad2"] == forced[held[0]] == "train"
     assert {"validation", "test"} <= set(forced.values())
+
+
+def test_held_out_items_are_the_only_validation_and_test_items() -> None:
+    held = [f"h{i}" for i in range(20)]
+    items = [(h, [f"e{i}"]) for i, h in enumerate(held)] + [
+        ("p1", ["e3", "x"]),  # shares a node with h3: trains nowhere
+        ("p2", ["x"]),  # shares one with p1, which shares one with h3: the same group
+        ("p3", ["y"]),
+        ("p4", ["z"]),
+        ("o", ["w"]),  # out of distribution: never trains
+    ]
+    out = entity_grouped_splits(items, fractions=(0.5, 0.1, 0.4), seed=0, held_out=held, ood=["o"])
+    assert Counter(out[h] for h in held) == {"validation": 4, "test": 16}  # 0.1 : 0.4 of the held-out items
+    assert out["p3"] == out["p4"] == "train"
+    assert not {"p1", "p2", "o"} & set(out)
+    assert entity_grouped_splits(items, fractions=(0.5, 0.1, 0.4), seed=0, held_out=held, ood=["o"]) == out

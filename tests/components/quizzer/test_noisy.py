@@ -11,11 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from components.certify.dataset import CertifyConfig, funnel_by_source, run_certification, source_chart, source_totals
+from components.certify.dataset import (
+    CertifyConfig,
+    funnel,
+    funnel_by_source,
+    run_certification,
+    source_chart,
+    source_totals,
+)
 from components.certify.faults import FAULTS
 from components.graph.load import load_graph
 from components.graph.sources import demo
-from components.quizzer.noisy import MEANING_REASONS, NoiseConfig, pool_label
+from components.quizzer.noisy import MEANING_REASONS, NoiseConfig, held_out, pool_label
 from components.quizzer.run import QuizConfig, run_quiz
 from tests.doubles import ScriptedBackend
 
@@ -93,6 +100,40 @@ def test_an_admitted_injected_item_trains_but_is_never_held_out(noisy_run, acade
     assert not [k for k in splits if k[0] != "template" and k[1] != "train"]
 
 
+def test_a_held_out_set_is_clean_evaluation_only_and_shares_no_node_with_training(academic_db: Path) -> None:
+    from components.curriculum.build import build_curriculum
+
+    run = run_quiz(str(academic_db), QuizConfig(template_n=40, llm_n=0, noise=NOISE, held_out_n=30))
+    held = [c for c in run.candidates if held_out(c)]
+    pool = [c for c in run.candidates if not held_out(c)]
+    assert 20 <= len(held) <= 30 and {c.quizzer for c in held} == {"template"} and "held_out" in run.wall_s
+    assert not {c.question for c in held} & {c.question for c in pool}  # never a training question word for word
+    assert not {c.id for c in held} & {c.id for c in pool}
+    assert run.noise["by_source"].get("held_out") is None  # the pool's composition is the pool's
+    certified = run_certification(run.candidates, str(academic_db), CertifyConfig(fault_sample=0))
+    rows = [r for r in certified.rows if held_out(r)]
+    assert all(r["status"] == "strict" and not r["admitted"] for r in rows)
+    stages = dict(funnel(certified.rows))
+    assert stages["candidates"] == len(pool) and stages["held_out:strict"] == len(rows)
+    assert stages["admitted"] == sum(r["admitted"] for r in certified.rows)
+    from components.graph.ladybug import LadybugBackend
+
+    report: dict = {}
+    backend = LadybugBackend(academic_db)
+    try:
+        items = build_curriculum(certified.rows, backend.schema(), backend, fractions=(0.5, 0.1, 0.4), report=report)
+    finally:
+        backend.close()
+    evaluation = [i for i in items if i["split"] != "train"]
+    assert {i["id"] for i in evaluation} == {r["id"] for r in rows}  # the held-out set and nothing else
+    assert {i["split"] for i in evaluation} == {"validation", "test"}
+    keys = {k for i in evaluation for k in i["entities"]}
+    assert not [i for i in items if i["split"] == "train" and keys & set(i["entities"])]
+    admitted = sum(r["admitted"] for r in certified.rows)
+    assert report["held_out_questions"] == len(rows)
+    assert report["left_out_sharing_held_out"] == admitted + len(rows) - len(items) > 0
+
+
 def test_the_same_seed_makes_the_same_pool(noisy_run, academic_db: Path) -> None:
     run, _ = noisy_run
     again = run_quiz(str(academic_db), QuizConfig(template_n=60, llm_n=0, noise=NOISE))
@@ -147,3 +188,14 @@ def test_a_paraphrase_share_without_a_model_is_a_clear_error() -> None:
     assert QuizConfig(llm_n=0, noise={"paraphrase": 0.1}).needs_model and not QuizConfig(llm_n=0).needs_model
     with pytest.raises(ValueError, match="needs the quizzer's model"):
         make_noisy([], NoiseConfig(paraphrase=0.5), schema=None, query_path=None, fingerprint="f", llm=None)
+
+
+@pytest.mark.parametrize("value", [-1, 2.5, "10", True])
+def test_a_bad_held_out_size_is_a_clear_error(value) -> None:
+    with pytest.raises(ValueError, match="quiz.held_out_n must be a whole number"):
+        QuizConfig.from_dict({"held_out_n": value})
+
+
+def test_a_domain_without_a_held_out_set_keeps_its_fingerprint() -> None:
+    assert "held_out_n" not in QuizConfig().to_json()
+    assert QuizConfig.from_dict({"held_out_n": 50}).to_json()["held_out_n"] == 50

@@ -65,6 +65,21 @@ def test_selections_and_matched_budget() -> None:
     assert select_rows(abl, CERTIFIED, CURRICULUM, seed=3) == chosen  # seeded
 
 
+def test_held_out_questions_never_train_and_node_keys_decide_the_overlap() -> None:
+    abl = ablations_from([{"name": "uncertified", "data": "uncertified"}])
+    held = {**_row(20, "strict", False, "n20"), "meta_json": json.dumps({"pool": {"source": "held_out"}})}
+    rows = [*CERTIFIED, held]
+    plain = {r["id"] for r in select_rows(abl, rows, CURRICULUM)["uncertified"]}
+    assert "c20" not in plain and plain == {f"c{i}" for i in range(1, 12)} | {"c13"}
+    # keyed by the split's node keys, c5 (which walked to the test item's node) is held out as well,
+    # and c15 (whose anchor is that node, but a hub there) trains
+    keys = {r["id"]: [f"node:{json.loads(r['start_node_json'])['id']}"] for r in rows}
+    keys["c5"] += ["node:n0"]
+    keys["c15"] = []
+    keyed = {r["id"] for r in select_rows(abl, rows, CURRICULUM, keys=keys)["uncertified"]}
+    assert keyed == plain - {"c5"} | {"c15"}
+
+
 def test_the_judged_selection_needs_the_judges_verdicts() -> None:
     judged = ablations_from([{"name": "judged", "data": "judged", "stage": "sft"}, {"name": "c", "data": "strict"}])
     with pytest.raises(ValueError, match="certify.judge: on"):
