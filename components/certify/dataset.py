@@ -353,7 +353,14 @@ def run_certification(
                     rederiver=rederiver,
                     review="review" in config.judge_stages,
                 )
-                got = judge.judge([candidates[i] for i in certified_idx])
+                steps: dict[str, Callable[[int], None]] = {}
+
+                def judged(stage: str, k: int) -> None:
+                    if stage not in steps:  # the stages run one after the other
+                        steps[stage] = tick(f"judge: {stage}", len(certified_idx))
+                    steps[stage](k)
+
+                got = judge.judge([candidates[i] for i in certified_idx], progress=judged)
             finally:
                 llm.close()
             verdicts = dict(zip(certified_idx, got, strict=True))

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -349,8 +349,15 @@ class SemanticJudge:
         except Exception as exc:  # noqa: BLE001 - a backend failure is an uncertain verdict
             return [("", 0, 0)] * len(inputs), asked, f"stage {stage}: {type(exc).__name__}: {exc}"[:2000]
 
-    def judge(self, candidates: Sequence[Any]) -> list[JudgeVerdict]:
-        rederived = self.rederiver.rederive(candidates) if self.rederiver is not None else None
+    def judge(
+        self, candidates: Sequence[Any], progress: Callable[[str, int], None] | None = None
+    ) -> list[JudgeVerdict]:
+        """One verdict per candidate. ``progress(stage, n)``: ``n`` more candidates are through
+        ``stage`` ("re-derivation" after each chunk of questions, "review" when it ends)."""
+        rederived = None
+        if self.rederiver is not None:
+            step = (lambda n: progress("re-derivation", n)) if progress is not None else None
+            rederived = self.rederiver.rederive(candidates, progress=step)
         verdicts = [
             JudgeVerdict(
                 "uncertain",
@@ -371,6 +378,8 @@ class SemanticJudge:
             for i in set(range(len(verdicts))) - set(asked_for):
                 verdicts[i].stage1 = verdicts[i].stage2 = "skipped"
             self._review([candidates[i] for i in asked_for], [verdicts[i] for i in asked_for])
+            if progress is not None:
+                progress("review", len(verdicts))
         for v in verdicts:
             v.verdict = final_verdict(v.rederive, v.review)
         return verdicts

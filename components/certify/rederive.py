@@ -35,7 +35,7 @@ not read as the type gives no answer.
 
 **A repair turn** (``repairs``, 1): a derivation whose query the graph refused or failed on, or
 whose result does not read as the answer type (:data:`REPAIRABLE`), is shown the error and written
-again, all of them in one batched call; the new attempt replaces it (the old one kept as
+again, in one batched call per chunk of questions; the new attempt replaces it (the old one kept as
 ``first``).
 
 **A reading the graph cannot hold**: a query with a relationship pattern no schema triple can
@@ -62,7 +62,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -447,9 +447,21 @@ def decide(
 
 
 @dataclass
+class _Run:
+    """What :meth:`Rederiver.rederive` gathers per question (text, answer type) over its chunks."""
+
+    derived: dict[tuple[str, str], list[Derivation]] = field(default_factory=dict)
+    tokens: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    entities: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    shown: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    chats: dict[tuple[str, str], list[ChatMessage]] = field(default_factory=dict)
+    errors: dict[tuple[str, str], str] = field(default_factory=dict)  # a chunk the backend failed on
+
+
+@dataclass
 class Rederiver:
     """Re-derives candidates' answers: ``rederive(candidates) -> list[RederiveVerdict]`` (input
-    order), one batched ``generate`` call of ``k`` samples per candidate."""
+    order), ``k`` samples per question, ``chunk`` questions per batched ``generate`` call."""
 
     backend: GenerationBackend
     query_path: Any
@@ -463,6 +475,7 @@ class Rederiver:
     seed: int | None = 0
     timeout_ms: int = 5000
     repairs: int = 1  # turns a derivation whose query failed gets, shown the error (0: none)
+    chunk: int = 16  # questions per generate call (progress is reported after each; seeds do not change)
 
     def _pick(self, question: str) -> list[Example]:
         words = _words(question)
@@ -519,20 +532,64 @@ class Rederiver:
             return Derivation(text, "empty" if why == "no rows" else "untyped", query, params, detail=why)
         return Derivation(text, "answer", query, params, answer=canonical_text(value, answer_type))
 
-    def rederive(self, candidates: Sequence[Any]) -> list[RederiveVerdict]:
+    def rederive(
+        self, candidates: Sequence[Any], progress: Callable[[int], None] | None = None
+    ) -> list[RederiveVerdict]:
         """One verdict per candidate; candidates asking the same question (same text and answer
-        type) share one set of derivations."""
+        type) share one set of derivations. The questions go to the model ``chunk`` at a time,
+        each request with the seed it would have in one batched call (``seed`` + its question's
+        index; a repair: ``seed`` + its place among that turn's repairs) — the chunk size changes
+        only which requests share a batch; after each chunk ``progress(n)`` is told how many more candidates
+        are decided. A backend failure leaves its chunk's candidates ``uncertain``, saying why."""
         if not candidates:
             return []
         keys = [(str(c.question or ""), str(c.answer_type or "")) for c in candidates]
         unique = list(dict.fromkeys(keys))
-        entities, convs, shown = {}, [], {}
-        for key in unique:
-            entities[key] = link_entities(key[0], self.query_path, self.schema)
-            msgs, shown[key] = self.messages(key[0], key[1], entities[key])
+        asked = Counter(keys)
+        run = _Run()
+        offsets = [0] * self.repairs  # each repair turn's requests so far, over the chunks
+        size = max(1, self.chunk)
+        for start in range(0, len(unique), size):
+            part = unique[start : start + size]
+            self._derive(part, start, run)
+            for turn in range(self.repairs):
+                offsets[turn] += self._repair(part, run, offsets[turn])
+            if progress is not None:
+                progress(sum(asked[key] for key in part))
+        verdicts = []
+        for c, key in zip(candidates, keys, strict=True):
+            if key in run.errors:
+                err = run.errors[key]
+                verdicts.append(
+                    RederiveVerdict("uncertain", None, 0, 0, [], run.entities[key], run.shown[key], error=err)
+                )
+                continue
+            derivs, (p, t) = run.derived[key], run.tokens[key]
+            answers = _voting(derivs)
+            verdict, own, agree = decide(answers, c.answer, key[1], min_votes=self.min_votes)
+            verdicts.append(
+                RederiveVerdict(verdict, own, agree, len(answers), derivs, run.entities[key], run.shown[key], p, t)
+            )
+        return verdicts
+
+    def _seeds(self, first: int, n: int) -> tuple[int, ...] | None:
+        return None if self.seed is None else tuple(self.seed + first + i for i in range(n))
+
+    def _derive(self, part: Sequence[tuple[str, str]], first: int, run: _Run) -> None:
+        """``k`` derivations of each question in ``part`` (``first``: the index of its first
+        question among all of them), in one batched call."""
+        convs = []
+        for key in part:
+            run.entities[key] = link_entities(key[0], self.query_path, self.schema)
+            msgs, run.shown[key] = self.messages(key[0], key[1], run.entities[key])
+            run.chats[key] = msgs
             convs.append(msgs)
         params = SamplingParams(
-            max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed, n=self.k
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            n=self.k,
+            seeds=self._seeds(first, len(part)),
         )
         try:
             out = self.backend.generate(convs, params)
@@ -540,63 +597,56 @@ class Rederiver:
                 raise ValueError(f"backend returned {len(out)} results for {len(convs)} prompts")
         except Exception as exc:  # noqa: BLE001 - a backend failure is an uncertain verdict
             err = f"rederive: {type(exc).__name__}: {exc}"[:2000]
-            return [RederiveVerdict("uncertain", None, 0, 0, [], entities[k], shown[k], error=err) for k in keys]
-        derived: dict[tuple[str, str], list[Derivation]] = {}
-        tokens: dict[tuple[str, str], list[int]] = {}
-        for key, gens in zip(unique, out, strict=True):
-            gens = [g for g in gens or [] if g]
-            derived[key] = [self._run(g.text, key[1], entities[key]) for g in gens]
-            tokens[key] = [sum(g.prompt_tokens for g in gens), sum(g.completion_tokens for g in gens)]
-        chats = dict(zip(unique, convs, strict=True))
-        for _ in range(self.repairs):
-            self._repair(derived, chats, entities, tokens)
-        verdicts = []
-        for c, key in zip(candidates, keys, strict=True):
-            derivs, (p, t) = derived[key], tokens[key]
-            answers = _voting(derivs)
-            verdict, own, agree = decide(answers, c.answer, key[1], min_votes=self.min_votes)
-            verdicts.append(RederiveVerdict(verdict, own, agree, len(answers), derivs, entities[key], shown[key], p, t))
-        return verdicts
-
-    def _repair(
-        self,
-        derived: dict[tuple[str, str], list[Derivation]],
-        convs: Mapping[tuple[str, str], list[ChatMessage]],
-        entities: Mapping[tuple[str, str], list[dict[str, Any]]],
-        tokens: dict[tuple[str, str], list[int]],
-    ) -> None:
-        """One repair turn, batched: every derivation whose query ran into an error
-        (:data:`REPAIRABLE`) is shown the error and written again; the new attempt replaces it
-        (keeping the old one as ``first``). A backend failure leaves the derivations as they were."""
-        todo = [(key, i) for key, ds in derived.items() for i, d in enumerate(ds) if d.status in REPAIRABLE]
-        if not todo:
+            run.errors.update(dict.fromkeys(part, err))
             return
+        for key, gens in zip(part, out, strict=True):
+            gens = [g for g in gens or [] if g]
+            run.derived[key] = [self._run(g.text, key[1], run.entities[key]) for g in gens]
+            run.tokens[key] = [sum(g.prompt_tokens for g in gens), sum(g.completion_tokens for g in gens)]
+
+    def _repair(self, part: Sequence[tuple[str, str]], run: _Run, first: int) -> int:
+        """One repair turn over ``part``'s derivations, batched: every derivation whose query ran
+        into an error (:data:`REPAIRABLE`) is shown the error and written again; the new attempt
+        replaces it (keeping the old one as ``first``). ``first``: how many requests this turn
+        made for earlier chunks (their seeds come first). Returns how many it made. A backend
+        failure leaves the derivations as they were."""
+        todo = [(key, i) for key in part if key in run.derived for i, d in enumerate(run.derived[key])]
+        todo = [(key, i) for key, i in todo if run.derived[key][i].status in REPAIRABLE]
+        if not todo:
+            return 0
         chats = []
         for key, i in todo:
-            d = derived[key][i]
+            d = run.derived[key][i]
             chats.append(
                 [
-                    *convs[key],
+                    *run.chats[key],
                     {"role": "assistant", "content": d.text},
                     {"role": "user", "content": _REPAIR.format(detail=d.detail or d.status)},
                 ]
             )
-        params = SamplingParams(max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed, n=1)
+        params = SamplingParams(
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            n=1,
+            seeds=self._seeds(first, len(chats)),
+        )
         try:
             out = self.backend.generate(chats, params)
             if len(out) != len(chats):
                 raise ValueError(f"backend returned {len(out)} results for {len(chats)} prompts")
         except Exception as exc:  # noqa: BLE001 - no repair: the first attempts stand, saying why
             for key, i in todo:
-                derived[key][i].detail += f" (repair turn failed: {type(exc).__name__}: {exc})"[:300]
-            return
+                run.derived[key][i].detail += f" (repair turn failed: {type(exc).__name__}: {exc})"[:300]
+            return len(todo)
         for (key, i), gens in zip(todo, out, strict=True):
             gens = [g for g in gens or [] if g]
             if not gens:
                 continue
-            first = derived[key][i]
-            again = self._run(gens[0].text, key[1], entities[key])
-            again.first = first if first.first is None else first.first
-            derived[key][i] = again
-            tokens[key][0] += gens[0].prompt_tokens
-            tokens[key][1] += gens[0].completion_tokens
+            first_try = run.derived[key][i]
+            again = self._run(gens[0].text, key[1], run.entities[key])
+            again.first = first_try if first_try.first is None else first_try.first
+            run.derived[key][i] = again
+            run.tokens[key][0] += gens[0].prompt_tokens
+            run.tokens[key][1] += gens[0].completion_tokens
+        return len(todo)

@@ -250,6 +250,42 @@ def test_a_backend_failure_is_uncertain(env, examples, single) -> None:
     assert [r.verdict for r in rd] == ["uncertain", "uncertain"] and "backend down" in (rd[0].error or "")
 
 
+class _SeedSpy(ScriptedBackend):
+    """The scripted backend, recording each call's per-request seeds."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.seeds: list[tuple[int, ...] | None] = []
+
+    def generate(self, conversations, params):
+        self.seeds.append(params.seeds)
+        return super().generate(conversations, params)
+
+
+def test_questions_go_in_chunks_with_the_seeds_of_one_call_and_progress_after_each(env, examples, single) -> None:
+    """Chunks of one question: derivations and repairs keep the seeds one batched call gives them
+    (seed + question index; seed + place among the turn's repairs), progress counts candidates
+    (a question asked twice counts twice), and a chunk the backend fails on is uncertain alone."""
+    a, b = single[0], next(c for c in single if c.question != single[0].question)
+    broken = "```cypher\nMATCH (x:Paper) RETURN x.no_such_property AS answer\n```\nPARAMS: {}"
+    backend = _SeedSpy([broken, broken, _reply(a), _reply(a), broken, broken, _reply(b), _reply(b)])
+    seen: list[int] = []
+    rd = Rederiver(backend, env["qp"], env["schema"], examples, k=2, seed=7, chunk=1).rederive(
+        [a, b, dataclasses.replace(b)], progress=seen.append
+    )
+    assert backend.batches == [1, 2, 1, 2] and backend.seeds == [(7,), (7, 8), (8,), (9, 10)]
+    assert seen == [1, 2] and [r.verdict for r in rd] == ["accept"] * 3
+
+    class _Once(_SeedSpy):  # fails on its second call: the second chunk
+        def generate(self, conversations, params):
+            self.fail = len(self.calls) == 1
+            return super().generate(conversations, params)
+
+    rd = Rederiver(_Once([_reply(a), _reply(a)]), env["qp"], env["schema"], examples, k=2, chunk=1).rederive([a, b])
+    assert [r.verdict for r in rd] == ["accept", "uncertain"] and "backend down" in (rd[1].error or "")
+    assert rd[0].error is None
+
+
 @pytest.mark.slow
 def test_the_real_qwen_accepts_a_correct_item_rejects_a_swapped_question_and_is_uncertain_when_cut(
     env, examples, single
@@ -313,7 +349,15 @@ def test_certification_with_the_judge_on_keeps_each_candidates_derivations(tmp_p
     config = CertifyConfig(
         judge="on", judge_options={"model_dir": str(model), "threads": 1}, judge_samples=2, fault_sample=0
     )
-    run = run_certification(cands, str(root / "db"), config, claim_current=True)
+    progress: dict[str, tuple[int, int]] = {}
+    run = run_certification(
+        cands,
+        str(root / "db"),
+        config,
+        claim_current=True,
+        progress=lambda k, done, total: progress.update({k: (done, total)}),
+    )
+    assert progress["judge: re-derivation"] == (3, 3) and progress["judge: review"] == (3, 3)  # not the held-out one
     held = run.rows[3]
     assert held["status"] == "strict" and held["verdict"] == "skipped" and not held["admitted"]
     assert json.loads(held["judge_json"]) is None  # the judge never read it
