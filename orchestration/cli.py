@@ -234,6 +234,7 @@ def _cmd_certify(args: argparse.Namespace) -> int:
     (:func:`~components.certify.dataset.run_certification`): one output line per input line."""
     from components.certify.batch import CandidateFileError, read_candidate_lines
     from components.certify.dataset import CertifyConfig, run_certification
+    from components.quizzer.run import TqdmProgress
 
     try:
         lines = read_candidate_lines(args.candidates)
@@ -248,13 +249,18 @@ def _cmd_certify(args: argparse.Namespace) -> int:
         admit_partial_without_judge=args.admit_partial_without_judge,
     )
     good = [ln for ln in lines if ln.candidate is not None]
-    run = run_certification(
-        [ln.candidate for ln in good],
-        args.db,
-        config,  # type: ignore[misc]
-        snapshot_claim=args.snapshot_fingerprint,
-        claim_current=True,
-    )
+    bars = TqdmProgress("certification")  # on a terminal's stderr only: stdout stays one JSON line per input
+    try:
+        run = run_certification(
+            [ln.candidate for ln in good],
+            args.db,
+            config,  # type: ignore[misc]
+            snapshot_claim=args.snapshot_fingerprint,
+            claim_current=True,
+            progress=bars,
+        )
+    finally:
+        bars.close()
     rows = {ln.line: row for ln, row in zip(good, run.rows, strict=True)}
     for ln in lines:
         if ln.candidate is None:
