@@ -176,7 +176,8 @@ def test_an_sft_arm_trains_on_claimed_answers_and_failed_programs(tmp_path) -> N
 
 def test_the_certification_benchmark_domain_names_every_arm() -> None:
     """``benchmarks/certification.yaml`` loads: a noisy pool, the judge on, every arm SFT from the
-    base model with an evaluation row, seeds 0–2 for the uncertified and the strict arm."""
+    base model with an evaluation row, seeds 0–2 for the uncertified and the strict arm, and the
+    size control (the raw pool cut to the judged arm's size)."""
     from pathlib import Path
 
     from orchestration.domains import load_domain_file
@@ -185,9 +186,14 @@ def test_the_certification_benchmark_domain_names_every_arm() -> None:
     assert cfg.quiz.noise_config().active and cfg.certify.judge == "on"
     assert {a.stage for a in cfg.ablations} == {"sft"} and "ablations" not in cfg.train.mechanics_only
     assert {f"ablation: {a.name}" for a in cfg.ablations} <= set(cfg.evaluate.systems)
-    seeds = {a.data: a.seeds for a in cfg.ablations}
-    assert seeds["uncertified"] == seeds["strict"] == (0, 1, 2)
+    seeds = {a.name: a.seeds for a in cfg.ablations}
+    assert seeds["sft-uncertified"] == seeds["sft-strict"] == (0, 1, 2)
     assert {"strict_partial", "judged"} <= {a.data for a in cfg.ablations}
+    # the size control: the raw pool cut to the judged arm's size
+    assert {(a.data, a.budget) for a in cfg.ablations if a.budget == "matched"} == {
+        ("uncertified", "matched"),
+        ("judged", "matched"),
+    }
 
 
 def test_arms_train_seed_by_seed_and_are_trained_once(tmp_path) -> None:
