@@ -424,11 +424,12 @@ class EvalPlan:
         }
 
 
-def judge_dir(config: EvalConfig, data_root: Path) -> str:
-    """The judge model's folder: the configured name or folder, else SmolLM2-135M-Instruct."""
+def judge_dir(config: EvalConfig, data_root: Path) -> str | None:
+    """The judge model's folder: the configured name or folder, else SmolLM2-135M-Instruct;
+    None when the judge is off (a named model is then not converted: ≈ 20 s in the demo)."""
     from components.llm.registry import model_folder
 
-    return str(model_folder(config.judge_model, data_root))
+    return str(model_folder(config.judge_model, data_root)) if config.judge else None
 
 
 #: the differences a domain's report states with paired CIs: does the warm start beat the base

@@ -300,6 +300,10 @@ class TrainConfig:
     #: the warm start (and every SFT on top of it) trains LoRA adapters instead of all weights:
     #: ``{r: 16, alpha: 32}`` (components/training/sft.py; merged into the saved weights); None: full
     lora: Mapping[str, Any] | None = None
+    #: every SFT on this config (the warm start, RFT's rounds) runs the prompt prefix that all rows
+    #: of a batch share once per batch (components/training/sft.py ``span_loss``: the same loss and
+    #: gradients, less compute — most at batch 4 and above); off by default
+    share_prefix: bool = False
     #: GRPO's advantages (TRL's ``scale_rewards``): ``group`` (None: the default — centred rewards
     #: divided by the group's standard deviation), ``batch`` (by the batch's) or ``none`` (centred only)
     rl_advantages: str | None = None
@@ -351,6 +355,8 @@ class TrainConfig:
             if not isinstance(self.lora, Mapping) or set(self.lora) - set(LORA_DEFAULTS):
                 raise ValueError(f"lora must be a mapping of {sorted(LORA_DEFAULTS)}, got {self.lora!r}")
             object.__setattr__(self, "lora", dict(self.lora))
+        if not isinstance(self.share_prefix, bool):
+            raise ValueError(f"share_prefix must be true or false, got {self.share_prefix!r}")
         if self.vllm_mode not in (None, "colocate", "server"):
             raise ValueError(f"vllm_mode must be colocate or server, got {self.vllm_mode!r}")
         if (self.vllm_mode or self.vllm_server_url) and self.preset != "gpu":
@@ -386,7 +392,7 @@ class TrainConfig:
         own = {
             k: v
             for k, v in asdict(self).items()
-            if v is not None and k not in ("budgets", "mechanics_only", "dancer_ablations", "lora")
+            if v is not None and k not in ("budgets", "mechanics_only", "dancer_ablations", "lora", "share_prefix")
         }
         own["precision"] = resolve_precision(self.precision)  # what ran, in fingerprints and model cards
         if self.preset != "cpu-tiny":
@@ -396,6 +402,8 @@ class TrainConfig:
         extra = {"mechanics_only": list(self.mechanics_only)} if self.mechanics_only else {}
         if self.lora is not None:
             extra["lora"] = dict(self.lora)
+        if self.share_prefix:  # recorded only when on: the fingerprints of every other config stay as they were
+            extra["share_prefix"] = True
         budgets = {**PRESETS[self.preset], **dict(self.budgets)}
         if "dancer_critic_warmup" not in self.budgets:  # the preset's warm-up leaves the policy a step
             budgets["dancer_critic_warmup"] = min(budgets["dancer_critic_warmup"], budgets["dancer_steps"] - 1)
@@ -747,6 +755,7 @@ def sft_checkpoint(
             threads=config.threads,
             precision=config.precision,
             lora=dict(config.lora) if config.lora else None,
+            share_prefix=config.share_prefix,
         ),
     )
     result = CheckpointResult(
@@ -828,6 +837,7 @@ WARM_START_KEYS: Final = (
     "seed",
     "precision",
     "lora",
+    "share_prefix",
 )
 
 

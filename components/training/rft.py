@@ -296,6 +296,7 @@ def graphcert_rft(
                 threads=config.threads,
                 precision=config.precision,
                 lora=dict(config.lora) if config.lora else None,
+                share_prefix=config.share_prefix,
             ),
         )
         curve = pass_at_k(_play(str(folder), val, db_location, r, config, config.seed + 7)) if val else None

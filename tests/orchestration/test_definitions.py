@@ -200,6 +200,13 @@ def test_train_budgets_override_the_preset_and_are_checked() -> None:
     assert "lora" not in TrainConfig.from_dict({"preset": "cpu-demo"}).resolved()  # full fine-tuning: unchanged
     with pytest.raises(ValueError, match="lora must be a mapping"):
         TrainConfig.from_dict({"lora": {"rank": 8}})
+    # the shared-prefix loss is part of the warm start's fingerprint only when it is on
+    shared = TrainConfig.from_dict({"preset": "cpu-demo", "share_prefix": True})
+    assert warm_start_params(shared)["share_prefix"] is True
+    assert warm_start_params(shared) != warm_start_params(TrainConfig.from_dict({"preset": "cpu-demo"}))
+    assert "share_prefix" not in TrainConfig.from_dict({"preset": "cpu-demo", "share_prefix": False}).resolved()
+    with pytest.raises(ValueError, match="share_prefix must be true or false"):
+        TrainConfig.from_dict({"share_prefix": "yes"})
 
     cfg = TrainConfig.from_dict({"preset": "cpu-demo", "budgets": {"rl_steps": 5}, "max_steps": 3})
     resolved = cfg.resolved()

@@ -12,7 +12,7 @@ import torch
 
 from components.evaluation.agents import EvalConfig, graphrag_context
 from components.evaluation.questions import QuestionFileError, load_questions
-from components.evaluation.run import SystemSpec, evaluate_systems
+from components.evaluation.run import SystemSpec, evaluate_systems, judge_dir
 from components.graph.load import load_graph
 from tests.components.tools.test_graph_cot import library_graph
 
@@ -89,6 +89,8 @@ def test_mechanics_only_systems_answer_a_few_questions_once_and_the_judge_can_be
     assert (full["questions"], full["records"]) == (2, 4)
     assert (tiny["questions"], tiny["records"], tiny["seeds"]) == (1, 1, [0])
     assert full["judge"] is None
+    # a judge that is off is never looked up: no named model is converted into the data folder
+    assert judge_dir(config, db.parent) is None and not (db.parent / "models").exists()
 
 
 def test_record_cache_reuses_a_systems_answers_only_when_nothing_that_decides_them_changed(

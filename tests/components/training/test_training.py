@@ -188,6 +188,27 @@ def test_shared_prefix_gives_the_same_loss_and_gradients(tiny_model: Path, tmp_p
     config = SFTRunConfig(max_steps=10, batch_size=3, share_prefix=True)
     result = run_sft(tiny_model, rows * 4, tmp_path / "shared", config)
     assert result.last_loss < result.first_loss - 0.5
+    # with LoRA adapters (the demo's Solver trains that way) the loss and the adapters' gradients
+    # are the same too
+    from components.training.sft import lora_model
+
+    torch.manual_seed(1)
+    adapted = lora_model(AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="eager").float(), {})
+    for module in adapted.modules():  # peft starts B at zero: give it values so every gradient flows
+        if hasattr(module, "lora_B"):
+            torch.nn.init.normal_(module.lora_B["default"].weight, std=0.02)
+    lora_grads = []
+    for share in (False, True):
+        adapted.zero_grad()
+        loss = span_loss(adapted, batch, share_prefix=share)
+        loss.backward()
+        named = {n: p.grad.clone() for n, p in adapted.named_parameters() if p.grad is not None}
+        lora_grads.append((loss.item(), named))
+    (full, g_full), (shared, g_shared) = lora_grads
+    assert shared == pytest.approx(full, rel=1e-5) and g_full and g_full.keys() == g_shared.keys()
+    assert all("lora_" in name for name in g_full)
+    for name, g in g_full.items():
+        assert torch.allclose(g, g_shared[name], atol=1e-5, rtol=1e-4), name
 
 
 def test_grpo_raises_a_shaped_toy_reward(tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
