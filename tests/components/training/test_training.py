@@ -171,17 +171,24 @@ def test_shared_prefix_gives_the_same_loss_and_gradients(tiny_model: Path, tmp_p
         "attention_mask": torch.tensor(pad([[1] * len(r["input_ids"]) for r in rows], 0)),
     }
     assert shared_prefix(batch["input_ids"], batch["labels"], batch["attention_mask"]) == len(prefix) - 1
+
+    def same_loss_and_gradients(m) -> dict[str, torch.Tensor]:
+        """Asserts the shared-prefix loss and gradients of ``m`` equal the full computation's;
+        returns the full computation's gradients by parameter name."""
+        grads = []
+        for share in (False, True):
+            m.zero_grad()
+            loss = span_loss(m, batch, share_prefix=share)
+            loss.backward()
+            grads.append((loss.item(), {n: p.grad.clone() for n, p in m.named_parameters() if p.grad is not None}))
+        (full, g_full), (shared, g_shared) = grads
+        assert shared == pytest.approx(full, rel=1e-5) and g_full and g_full.keys() == g_shared.keys()
+        for name, g in g_full.items():
+            assert torch.allclose(g, g_shared[name], atol=1e-5, rtol=1e-4), name
+        return g_full
+
     model = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="eager").float()
-    grads = []
-    for share in (False, True):
-        model.zero_grad()
-        loss = span_loss(model, batch, share_prefix=share)
-        loss.backward()
-        grads.append((loss.item(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
-    (full, g_full), (shared, g_shared) = grads
-    assert shared == pytest.approx(full, rel=1e-5) and g_full.keys() == g_shared.keys()
-    for name, g in g_full.items():
-        assert torch.allclose(g, g_shared[name], atol=1e-5, rtol=1e-4), name
+    same_loss_and_gradients(model)
     one = {k: v[:1] for k, v in batch.items()}
     assert shared_prefix(one["input_ids"], one["labels"]) == 0
     assert span_loss(model, one, share_prefix=True).item() == pytest.approx(span_loss(model, one).item(), rel=1e-6)
@@ -197,18 +204,7 @@ def test_shared_prefix_gives_the_same_loss_and_gradients(tiny_model: Path, tmp_p
     for module in adapted.modules():  # peft starts B at zero: give it values so every gradient flows
         if hasattr(module, "lora_B"):
             torch.nn.init.normal_(module.lora_B["default"].weight, std=0.02)
-    lora_grads = []
-    for share in (False, True):
-        adapted.zero_grad()
-        loss = span_loss(adapted, batch, share_prefix=share)
-        loss.backward()
-        named = {n: p.grad.clone() for n, p in adapted.named_parameters() if p.grad is not None}
-        lora_grads.append((loss.item(), named))
-    (full, g_full), (shared, g_shared) = lora_grads
-    assert shared == pytest.approx(full, rel=1e-5) and g_full and g_full.keys() == g_shared.keys()
-    assert all("lora_" in name for name in g_full)
-    for name, g in g_full.items():
-        assert torch.allclose(g, g_shared[name], atol=1e-5, rtol=1e-4), name
+    assert all("lora_" in name for name in same_loss_and_gradients(adapted))
 
 
 def test_grpo_raises_a_shaped_toy_reward(tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
